@@ -1,0 +1,590 @@
+#!/usr/bin/env python3
+"""Convert the shared public-measurements CSV into llmem-sweep's measured-CSV format.
+
+Usage:
+    python3 datasets/measured/convert_public.py ../shared/datasets/public-measured.csv \
+        [datasets/measured/public.csv]
+
+Python 3 standard library only. The output is deterministic (same input, same bytes).
+Every value is mapped through explicit tables; an input value that no table knows stops
+the conversion with an error naming the row, so nothing is mapped or dropped silently.
+See README.md next to this script for the meaning of each column and every judgement call.
+"""
+
+import csv
+import io
+import os
+import sys
+
+OUT_HEADER = [
+    "model", "method", "gpus", "tp", "micro_batch", "seq_len", "precision", "finetune",
+    "lora_r", "lora_targets", "quant", "grad_ckpt", "optimizer", "metric", "measured_gib",
+    "gpu", "framework", "source",
+    # extension columns (allowed after the contract columns)
+    "id", "grade", "stack", "features", "attention", "seq_kind", "notes",
+]
+
+IN_HEADER = [
+    "id", "source_url", "model_id", "layers", "hidden", "heads", "kv_heads", "intermediate",
+    "vocab", "tied_embeddings", "gpus", "method", "tp", "pp", "zero_stage", "micro_batch",
+    "seq_len", "precision", "finetune", "lora_r", "lora_targets", "quant", "grad_ckpt",
+    "optimizer", "attention_impl", "framework", "metric", "measured_gib", "notes",
+]
+
+# Canonical order of feature flags in the output.
+FEATURE_ORDER = [
+    "chunked-ce", "untied-head", "opt-in-bwd", "act-offload", "cpu-offload", "compile",
+    "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
+    "fsdp", "deepspeed", "flash-attn",
+]
+
+# Out of scope: not decoder-only causal LMs.
+OUT_OF_SCOPE = {
+    "bert-large-uncased": "encoder-only",
+    "bigscience/T0_3B": "encoder-decoder",
+    "bigscience/mt0-xxl": "encoder-decoder",
+}
+
+# HF checkpoints that tie lm_head to the token embedding. litgpt always allocates a separate
+# lm_head, so litgpt rows on these models get the `untied-head` feature.
+HF_TIED = {
+    "tiiuae/falcon-7b",          # FalconConfig has no tie flag -> PretrainedConfig default True
+    "google/gemma-2b", "google/gemma-7b", "google/gemma-2-2b", "google/gemma-2-9b",
+    "meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-3B", "meta-llama/Llama-3.2-3B-Instruct",
+    "bigscience/bloomz-7b1",
+}
+# HF checkpoints known to have a separate lm_head (anything else is an error, so a new model
+# forces a decision).
+HF_UNTIED = {
+    "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-13b-hf", "meta-llama/Llama-2-70b-hf",
+    "meta-llama/Meta-Llama-3-8B", "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct",
+    "meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-405B-Instruct",
+    "unsloth/Mistral-7B-v0.2", "mistralai/Mistral-7B-v0.1", "microsoft/phi-2",
+    "microsoft/Phi-3-mini-4k-instruct", "microsoft/phi-1_5",
+    "stabilityai/stablelm-base-alpha-3b", "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
+}
+
+METHOD_MAP = {
+    "single": "single",
+    "FSDP full_shard (litgpt FSDPStrategy)": "adp",
+    "FSDP full_shard (litgpt FSDPStrategy, auto-wrap Block)": "adp",
+    "FSDP full_shard (torchtune lora_finetune_distributed)": "adp",
+    "FSDP full_shard (torchtune full_finetune_distributed)": "adp",
+    "FSDP full_shard + fsdp_cpu_offload (torchtune full_finetune_distributed)": "adp-offload",
+    "DeepSpeed ZeRO-3 + CPU offload of params and optimizer (1 GPU)": "adp-offload",
+    "DeepSpeed ZeRO-3 (no offload)": "adp",
+    "DeepSpeed ZeRO-3 (no offload, zero3_init)": "adp",
+    "FSDP full_shard + CPU param offload (fsdp_offload_params true)": "adp-offload",
+    "FSDP full_shard (no offload)": "adp",
+}
+
+PRECISION_MAP = {
+    "bf16 pure (litgpt bf16-true: weights, grads, optimizer states in bf16)": "bf16-pure",
+    "bf16-true + bnb 4-bit base weights (BitsandbytesPrecision)": "bf16-pure",
+    "bf16 pure (--precision bf16-true)": "bf16-pure",
+    "bf16-true + bnb 4-bit base weights": "bf16-pure",
+    "bf16-mixed (fp32 weights + bf16 autocast; lit-gpt default)": "bf16",
+    "bf16 pure (torchtune dtype=bf16)": "bf16-pure",
+    "bf16 pure": "bf16-pure",
+    "bf16 base weights; LoRA adapter weights fp32 (autocast_adapter_dtype=True)": "bf16",
+    "fp32": "fp32",
+    "fp16 mixed (AMP; fp32 master weights)": "fp16",
+    "fp16 mixed (AMP)": "fp16",
+    "bf16 mixed (accelerate mixed_precision bf16)": "bf16",
+    "bf16 (model dtype = quant_storage bf16; accelerate mixed_precision bf16)": "bf16",
+    "bf16 (model dtype = quant_storage bf16; Trainer --bf16; accelerate mixed_precision no)": "bf16",
+    "bf16 (quant_storage bf16)": "bf16",
+}
+
+FINETUNE_MAP = {
+    "full": ("full", []),
+    "lora": ("lora", []),
+    "qlora": ("qlora", []),
+    "lora (DoRA)": ("lora", ["dora"]),
+}
+
+# lora_targets: input text -> output token list. "mlp" is the whole MLP of the model
+# (gate+up+down for gated MLPs, the two linears of a plain MLP); "all" = attn + mlp.
+TARGETS_MAP = {
+    "": "",
+    "q,v (lora_query, lora_value)": "q+v",
+    "q,k,v,proj,mlp,head (all litgpt LoRA switches true)": "q+k+v+o+mlp+head",
+    "q,v": "q+v",
+    "q,v,o + mlp (gate,up,down)": "q+v+o+mlp",
+    "q,k,v,o + mlp": "q+k+v+o+mlp",
+    "q,k,v": "q+k+v",
+    "q,k,v,o + mlp + output": "q+k+v+o+mlp+head",
+    "q_proj,v_proj": "q+v",
+    "gate_proj,up_proj,down_proj": "mlp",
+    "PEFT defaults (T5/mT5: q,v; BLOOM: query_key_value)": "q+k+v",  # only BLOOM rows are kept
+    "all-linear": "all",
+}
+
+# quant: input -> (quant, features)
+QUANT_MAP = {
+    "": ("none", []),
+    "bnb nf4 (no double quant)": ("nf4", []),
+    "bnb nf4 + double quant (bnb.nf4-dq)": ("nf4", ["double-quant"]),
+    # torchao's NF4Tensor (to_nf4, scaler_block_size=256) always quantizes the per-block
+    # scales again: double quantization, whether or not the source row says so.
+    "torchao NF4 (torchtune QLoRA; block-wise scales also quantized)": ("nf4", ["double-quant"]),
+    "torchtune/torchao NF4": ("nf4", ["double-quant"]),
+    "torchao NF4 (torchtune QLoRA)": ("nf4", ["double-quant"]),
+    "torchao NF4": ("nf4", ["double-quant"]),
+    "bnb nf4 + double quant (use_nested_quant), quant_storage bf16": ("nf4", ["double-quant"]),
+    "bnb nf4 + double quant, quant_storage bf16": ("nf4", ["double-quant"]),
+}
+
+# grad_ckpt: input -> (on/off, features)
+CKPT_MAP = {
+    "no": ("off", []),
+    "yes (FSDP activation checkpointing per Block)": ("on", []),
+    "yes (full AC per layer)": ("on", []),
+    "yes": ("on", []),
+    "yes + activation offloading to CPU": ("on", ["act-offload"]),
+    "yes + activation offloading": ("on", ["act-offload"]),
+    "no (7B_lora.yaml enable_activation_checkpointing: False)": ("off", []),
+    "not stated": ("off", ["ckpt-unknown"]),
+    "yes (use_reentrant False)": ("on", []),
+    "yes (use_reentrant True)": ("on", []),
+}
+
+# optimizer: input -> (optimizer, features). "not stated" is resolved per row below.
+OPT_MAP = {
+    "torch.optim.AdamW (bf16 states)": ("adamw", []),
+    "bnb.optim.PagedAdamW (32-bit states; litgpt instantiate_bnb_optimizer)": ("adamw", ["paged"]),
+    "torch.optim.AdamW (fp32 states)": ("adamw", []),
+    "torch.optim.AdamW (INFERRED: 8-bit AdamW only added in a later row)": ("adamw", []),
+    "torch.optim.AdamW (inferred)": ("adamw", []),
+    "torch.optim.AdamW fused into backward (optimizer_in_bwd=True)": ("adamw", ["opt-in-bwd"]),
+    "torch.optim.AdamW in backward": ("adamw", ["opt-in-bwd"]),
+    # class not stated: torchao AdamW8bit or bnb PagedAdamW8bit; `paged` deliberately not set
+    "8-bit AdamW in backward (exact class not stated; torchtune default single-device config "
+    "uses bitsandbytes PagedAdamW8bit)": ("adamw8bit", ["opt-in-bwd"]),
+    "torch.optim.AdamW (fused=True), optimizer_in_bwd=False": ("adamw", []),
+    "torch.optim.AdamW": ("adamw", []),
+    "bitsandbytes PagedAdamW (32-bit) with optimizer_in_bwd=True": ("adamw", ["paged", "opt-in-bwd"]),
+    "bitsandbytes PagedAdamW (README footnote *)": ("adamw", ["paged"]),
+    "bitsandbytes PagedAdamW with optimizer_in_bwd=True": ("adamw", ["paged", "opt-in-bwd"]),
+    "bitsandbytes PagedAdamW8bit, optimizer_in_bwd=True": ("adamw8bit", ["paged", "opt-in-bwd"]),
+    "torch.optim.AdamW (fused)": ("adamw", []),
+    "torch.optim.AdamW fused, with CPU offload": ("adamw", []),
+    "torch.optim.AdamW (bf16 states), lr 1e-5": ("adamw", []),
+    "torch.optim.AdamW (fp32 states on fp32 adapters)": ("adamw", []),
+    "torch.optim.AdamW (fp32)": ("adamw", []),
+    "AdamW (Trainer default adamw_hf, fp32 states)": ("adamw", []),
+    "AdamW (adamw_hf)": ("adamw", []),
+    "Adafactor (optim=adafactor)": ("adafactor", []),
+    "Adafactor": ("adafactor", []),
+    "bnb.optim.Adam8bit (8-bit states)": ("adamw8bit", []),
+    "bnb.optim.Adam8bit": ("adamw8bit", []),
+    "HF Trainer AdamW (adamw_torch)": ("adamw", []),
+}
+
+ATTN_MAP = {
+    "sdpa (torch scaled_dot_product_attention)": "sdpa",
+    "sdpa": "sdpa",
+    "sdpa (torchtune default)": "sdpa",
+    "sdpa (default)": "sdpa",
+    "eager": "eager",
+    "flash_attention_2": "flash",
+}
+
+# metric: input -> (metric, features). Rows whose stat is inferred get metric-guess below.
+METRIC_MAP = {
+    "torch.cuda.max_memory_allocated() printed by litgpt finetune script as /1e9 'GB'": ("allocated", []),
+    "'Max GPU RAM' = torch.cuda.max_memory_allocated()/1e9 printed as GB": ("allocated", []),
+    "'Training Memory' = torch.cuda.max_memory_allocated()/1e9 (GB)": ("allocated", []),
+    "torchtune 'Peak Memory Active' = torch.cuda.memory_stats()['active_bytes.all.peak']/2^30 (GiB)":
+        ("allocated", ["active"]),
+    "torchtune peak memory stat logged as /1e9 GB (alloc vs reserved not stated in README)":
+        ("allocated", ["metric-guess"]),
+    "torchtune peak memory allocated (/1e9 GB); reserved 'similar'": ("allocated", []),
+    "torchtune peak memory (type not stated) GB": ("allocated", ["metric-guess"]),
+    "torchtune 'Peak Memory per GPU' (alloc/reserved/active not stated); GiB (torchtune logs GiB "
+    "since Aug 2024)": ("allocated", ["metric-guess"]),
+    "torchtune peak memory (reserved, per QLoRA tutorial labelling) /1e9 GB": ("reserved", []),
+    "torch.cuda.max_memory_reserved()/1e9 during training (GB)": ("reserved", []),
+    "99th percentile of torch.cuda.memory_reserved() sampled after every train step, minus reserved "
+    "memory at start (training steps only)": ("reserved-delta", []),
+    "'GB GPU' per README; example scripts print TorchTracemalloc 'GPU Total Peak Memory consumed "
+    "during the train (max)' = torch.cuda.max_memory_allocated in MiB (exact source of table "
+    "numbers not stated)": ("allocated", ["metric-guess"]),
+    "nvidia-smi 'used' memory via pynvml after trainer.train() returned (MiB, printed as MB) - "
+    "includes CUDA context (~1343 MiB measured on same machine) and cached allocator blocks":
+        ("device", []),
+    "'memory consumed per GPU' read from a GPU-monitoring screenshot / text (tool not stated; likely "
+    "nvidia-smi-style incl. context); unit treated as GiB": ("device", ["metric-guess"]),
+}
+
+FRAMEWORK_MAP = {
+    "litgpt 0.4.0.dev0 @5895df10 (Apr 2024); lightning 2.3.0.dev20240328; torch>=2.2 (exact not "
+    "stated); bitsandbytes 0.42.0 (pinned)":
+        "litgpt 0.4.0.dev0 @5895df10, lightning 2.3.0.dev20240328, torch>=2.2, bnb 0.42.0",
+    "litgpt @e5493986 (Jul 2024); torch version not stated; bitsandbytes 0.42.0 (pinned)":
+        "litgpt @e5493986 (Jul 2024), torch ?, bnb 0.42.0",
+    "litgpt @2b195c7f (Aug 2024); torch version not stated; bitsandbytes 0.42.0 (pinned)":
+        "litgpt @2b195c7f (Aug 2024), torch ?, bnb 0.42.0",
+    "litgpt 0.4.13.dev1 @00af8b0d (Sep 2024); lightning 2.4.0.dev20240728; torch version not "
+    "stated; bitsandbytes 0.42.0 (pinned)":
+        "litgpt 0.4.13.dev1 @00af8b0d, lightning 2.4.0.dev20240728, torch ?, bnb 0.42.0",
+    "litgpt @fd71063c (Jul 2024); torch version not stated; bitsandbytes 0.42.0 (pinned)":
+        "litgpt @fd71063c (Jul 2024), torch ?, bnb 0.42.0",
+    "litgpt @f247be87 (Jul 2024); torch version not stated; bitsandbytes 0.42.0 (pinned)":
+        "litgpt @f247be87 (Jul 2024), torch ?, bnb 0.42.0",
+    "lit-gpt @8641822 (Oct 2023); PyTorch 2.1.0+cu121; bitsandbytes 0.41.1; A100-SXM4-40GB":
+        "lit-gpt @8641822, torch 2.1.0+cu121, bnb 0.41.1",
+    "torchtune main @1814feb1 (Nov 2024; ~v0.4); torch version not stated (stable ~2.5 at the time)":
+        "torchtune @1814feb1 (~v0.4), torch ~2.5",
+    "torchtune main @0217d44c (May 2024; ~v0.1.x); torch version not stated":
+        "torchtune @0217d44c (~v0.1), torch ?",
+    "torchtune main @30b8519e (Sep 2024; ~v0.3); torch version not stated":
+        "torchtune @30b8519e (~v0.3), torch ?",
+    "torchtune @ff594c23 / 0914d5cf (Apr 2024; v0.1 era); torch version not stated":
+        "torchtune @ff594c23/0914d5cf (v0.1 era), torch ?",
+    "PEFT 0.19.2.dev0; transformers 5.13.1; torch 2.13.0+cu130; bitsandbytes 0.49.2 (run 2026-07)":
+        "peft 0.19.2.dev0, transformers 5.13.1, torch 2.13.0+cu130 (2026-07)",
+    "PEFT 0.18.1.dev0; transformers 4.57.1; torch 2.9.0+cu128; bitsandbytes 0.46.0 (run 2026-01)":
+        "peft 0.18.1.dev0, transformers 4.57.1, torch 2.9.0+cu128 (2026-01)",
+    "PEFT 0.15.2.dev0; transformers 4.52.4; torch 2.7.1+cu126; bitsandbytes 0.46.0 (run 2025-06)":
+        "peft 0.15.2.dev0, transformers 4.52.4, torch 2.7.1+cu126 (2025-06)",
+    "peft ~0.1-0.2 (Jan-Feb 2023); accelerate + DeepSpeed; torch/transformers versions not stated":
+        "peft ~0.1-0.2 (early 2023), accelerate, DeepSpeed",
+    "transformers Trainer (~v4.16-4.21, early 2022); torch version not stated; bitsandbytes (8-bit rows)":
+        "transformers Trainer ~4.16-4.21",
+    "PEFT + TRL + accelerate + DeepSpeed (versions not stated in section)":
+        "peft, trl, accelerate, DeepSpeed (versions ?)",
+    "bitsandbytes>=0.43.3, accelerate>=1.0.1, transformers>4.44.2, trl>0.11.4, peft>0.13.0":
+        "peft>0.13.0, trl>0.11.4, transformers>4.44.2, accelerate>=1.0.1, bnb>=0.43.3",
+}
+
+# Source groups: id prefix -> (source letter, stack). Longest prefix first.
+SOURCES = [
+    ("PEFT-DOC-", "L", "hf"),
+    ("PEFT-MM-", "G", "hf"),
+    ("PEFT-RD-", "H", "hf"),
+    ("HF-BERT-", "I", "hf"),
+    ("LGCH-", "A", "litgpt"),
+    ("LGRT-", "B", "litgpt"),
+    ("TTF-", "C", "torchtune"),
+    ("TTM-", "D", "torchtune"),
+    ("TTS-", "E", "torchtune"),
+    ("TTT-", "F", "torchtune"),
+]
+
+# GPU per row (catalog names where possible; "" = not stated / not identifiable).
+def gpu_for(rid):
+    if rid.startswith("LGCH-"):
+        return "A10G-24GB"
+    if rid.startswith("LGRT-"):
+        return "A100-SXM-40GB"
+    if rid.startswith("TTF-"):
+        return "A100-SXM-80GB"
+    if rid.startswith("TTM-"):
+        return {"TTM-01": "RTX4090-24GB", "TTM-02": "RTX4090-24GB", "TTM-03": "RTX4090-24GB",
+                "TTM-04": "RTX4090-24GB", "TTM-05": "RTX4090-24GB", "TTM-06": "",
+                "TTM-07": "A100-SXM-80GB", "TTM-08": "", "TTM-09": ""}[rid]
+    if rid.startswith("TTS-"):
+        return {"TTS-01": "RTX4090-24GB", "TTS-02": "A6000-48GB", "TTS-03": "RTX4090-24GB",
+                "TTS-04": "A6000-48GB", "TTS-05": "RTX4090-24GB", "TTS-06": "", "TTS-07": "",
+                "TTS-08": "A100-SXM-80GB"}[rid]
+    if rid.startswith("TTT-"):
+        return ""
+    if rid.startswith("PEFT-MM-"):
+        return "L40S-48GB"
+    if rid.startswith("PEFT-RD-"):
+        return "A100-SXM-80GB"
+    if rid.startswith("PEFT-DOC-"):
+        return {"PEFT-DOC-01": "H100-SXM-80GB", "PEFT-DOC-02": "A100-SXM-40GB",
+                "PEFT-DOC-03": "", "PEFT-DOC-04": ""}[rid]
+    raise ValueError("no GPU rule for " + rid)
+
+
+# Conversion remarks added to a row's notes (what this converter decided and why).
+SOURCE_REMARKS = {
+    "A": "seq_len 512 = max_seq_length cap (pad to longest, truncate); peak includes validation "
+         "(unchunked logits) and sample generation",
+    "B": "seq_len = longest Alpaca sample (forced into iteration 1); grad accum to global batch 128",
+    "C": "A100 80GB inferred (TTF-02 peak 60 GiB > 40 GB), SXM assumed; flags cumulative per "
+         "README table",
+    "D": "",
+    "E": "",
+    "F": "seq_len unknown (alpaca_cleaned unpacked, max_seq_len unset); stats reset each log "
+         "interval (window peak)",
+    "G": "metric excludes memory resident before training; peak seq < 768 not reported",
+    "H": "script/settings behind the table cell not stated; LoRA r=8 alpha=32, batch 8, fp32 from "
+         "the example scripts",
+    "L": "value read from a screenshot/prose; TRL SFTTrainer, ultrachat packed to 2048, LoRA r=8 "
+         "alpha=16 all-linear",
+}
+
+ROW_REMARKS = {
+    "LGRT-28": "bf16-mixed keeps the whole model (frozen base too) in fp32",
+    "TTF-01": "baseline overrides inferred; seq_len 4096 is only a cap (unpacked alpaca)",
+    "TTF-08": "8-bit AdamW class not stated (torchao AdamW8bit or bnb PagedAdamW8bit): paged not "
+              "flagged; the 4.2 GiB drop is closer to 8-bit states kept in the allocator (~6 GiB) "
+              "than to paged states outside it (~12 GiB)",
+    "TTM-07": "AC not stated: written off+ckpt-unknown; SXM assumed",
+    "TTM-09": "A100 40/80GB not stated",
+    "TTS-02": "grad_ckpt and optimizer not stated: optimizer assumed = shipped config "
+              "(PagedAdamW8bit in backward), AC written off+ckpt-unknown (README: probably off)",
+    "TTS-04": "AC not stated: written off+ckpt-unknown",
+    "TTS-06": "A100 40/80GB not stated",
+    "TTS-07": "A100 40/80GB not stated",
+    "TTS-08": "micro_batch 2 kept (README note); packed 2048 and compile per README note; plain CE "
+              "in 405B_qlora; SXM assumed",
+    "TTT-01": "the QLoRA tutorial labels this value reserved",
+    "PEFT-RD-06": "A100 80GB, SXM assumed; PEFT default target query_key_value = q+k+v",
+    "PEFT-RD-07": "A100 80GB, SXM assumed; ZeRO-3 offload of params+optimizer on 1 GPU; PEFT "
+                  "default target query_key_value = q+k+v",
+    "PEFT-DOC-01": "SXM assumed",
+    "PEFT-DOC-02": "SXM assumed",
+    "PEFT-DOC-03": "GPU model not stated (24GB)",
+    "PEFT-DOC-04": "grad accum 2",
+}
+
+# Features that follow from a source's documented setup (beyond the per-column maps).
+def source_features(letter, row, rid):
+    feats = []
+    model = row["model_id"]
+    if letter in ("A", "B"):
+        feats.append("chunked-ce")
+        if model in HF_TIED:
+            feats.append("untied-head")
+        elif model not in HF_UNTIED:
+            raise ValueError(rid + ": unknown HF tying for " + model)
+    if letter == "C":
+        n = int(rid.split("-")[1])
+        if n >= 2:
+            feats.append("packed")
+        if n >= 3:
+            feats.append("compile")
+        if n >= 4:
+            feats.append("chunked-ce")
+    if letter == "D" and rid == "TTM-01":
+        feats.append("compile")
+    if letter == "E":
+        feats += ["packed", "compile"]
+        if rid != "TTS-08":          # 405B_qlora uses torch.nn.CrossEntropyLoss at 30b8519e
+            feats.append("chunked-ce")
+    if letter == "L":
+        feats += ["packed", "flash-attn"]
+    return feats
+
+
+def method_features(method_text):
+    feats = []
+    if method_text.startswith("FSDP"):
+        feats.append("fsdp")
+    if method_text.startswith("DeepSpeed"):
+        feats.append("deepspeed")
+    if "offload" in method_text and "no offload" not in method_text:
+        feats.append("cpu-offload")
+    return feats
+
+
+# Stat inferred rather than named by the source (besides what METRIC_MAP already flags).
+EXTRA_METRIC_GUESS = {"TTT-02", "TTT-03", "TTT-04"}
+
+
+def lookup(table, key, rid, col):
+    if key not in table:
+        raise ValueError("%s: unmapped %s value %r" % (rid, col, key))
+    return table[key]
+
+
+def parse_int(text, rid, col):
+    if not text.isdigit():
+        raise ValueError("%s: %s is not an integer: %r" % (rid, col, text))
+    return str(int(text))
+
+
+def parse_seq(text, letter, rid):
+    if text == "":
+        return "", "unknown"
+    if text.startswith("<="):
+        num = text[2:].split(" ", 1)[0]
+        return parse_int(num, rid, "seq_len"), "cap"
+    n = parse_int(text, rid, "seq_len")
+    if letter == "A":
+        return n, "cap"      # litgpt config-hub: 512 is max_seq_length, a cap
+    return n, "exact"
+
+
+def parse_grade(notes, rid):
+    if not notes.startswith("[grade "):
+        raise ValueError(rid + ": notes do not start with a grade")
+    grade = notes[len("[grade "):notes.index("]")]
+    if grade not in ("A", "A-", "B", "B-", "C"):
+        raise ValueError(rid + ": bad grade " + grade)
+    rest = notes[notes.index("]") + 1:].strip()
+    return grade, rest
+
+
+def source_of(rid):
+    for prefix, letter, stack in SOURCES:
+        if rid.startswith(prefix):
+            return prefix, letter, stack
+    raise ValueError("unknown source for id " + rid)
+
+
+def split_parts(rest):
+    """Split notes on '; ' outside parentheses."""
+    parts, depth, cur, i = [], 0, [], 0
+    while i < len(rest):
+        ch = rest[i]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        if depth == 0 and rest.startswith("; ", i):
+            parts.append("".join(cur).strip())
+            cur = []
+            i += 2
+            continue
+        cur.append(ch)
+        i += 1
+    parts.append("".join(cur).strip())
+    return [p for p in parts if p]
+
+
+def common_parts(rows):
+    """Note parts shared by every row of a source group (documented in README instead)."""
+    groups = {}
+    for r in rows:
+        prefix, _, _ = source_of(r["id"])
+        _, rest = parse_grade(r["notes"], r["id"])
+        parts = split_parts(rest)
+        groups.setdefault(prefix, []).append(set(parts[1:]))   # parts[0] is raw=...
+    common = {}
+    for prefix, sets in groups.items():
+        common[prefix] = set.intersection(*sets) if len(sets) > 1 else set()
+    return common
+
+
+def order_features(feats):
+    for f in feats:
+        if f not in FEATURE_ORDER:
+            raise ValueError("unknown feature " + f)
+    return "+".join(f for f in FEATURE_ORDER if f in set(feats))
+
+
+def convert_row(row, common):
+    rid = row["id"]
+    prefix, letter, stack = source_of(rid)
+    feats = []
+
+    method = lookup(METHOD_MAP, row["method"], rid, "method")
+    feats += method_features(row["method"])
+    if row["tp"] != "1" or row["pp"] != "1":
+        raise ValueError(rid + ": tp/pp other than 1 not expected")
+    gpus = parse_int(row["gpus"], rid, "gpus")
+    micro_batch = parse_int(row["micro_batch"], rid, "micro_batch")
+    seq_len, seq_kind = parse_seq(row["seq_len"], letter, rid)
+    precision = lookup(PRECISION_MAP, row["precision"], rid, "precision")
+    finetune, f = lookup(FINETUNE_MAP, row["finetune"], rid, "finetune")
+    feats += f
+    lora_r = "" if finetune == "full" else parse_int(row["lora_r"], rid, "lora_r")
+    targets = lookup(TARGETS_MAP, row["lora_targets"], rid, "lora_targets")
+    if (finetune == "full") != (targets == ""):
+        raise ValueError(rid + ": lora_targets inconsistent with finetune")
+    quant, f = lookup(QUANT_MAP, row["quant"], rid, "quant")
+    feats += f
+    if (finetune == "qlora") != (quant == "nf4"):
+        raise ValueError(rid + ": quant inconsistent with finetune")
+    grad_ckpt, f = lookup(CKPT_MAP, row["grad_ckpt"], rid, "grad_ckpt")
+    feats += f
+    if row["optimizer"] == "not stated":
+        if rid != "TTS-02":
+            raise ValueError(rid + ": optimizer not stated and no rule")
+        # assume the shipped llama3_1/8B_full_single_device optimizer
+        optimizer, f = "adamw8bit", ["paged", "opt-in-bwd"]
+    else:
+        optimizer, f = lookup(OPT_MAP, row["optimizer"], rid, "optimizer")
+    feats += f
+    attention = lookup(ATTN_MAP, row["attention_impl"], rid, "attention_impl")
+    metric, f = lookup(METRIC_MAP, row["metric"], rid, "metric")
+    feats += f
+    if rid in EXTRA_METRIC_GUESS:
+        feats.append("metric-guess")
+    feats += source_features(letter, row, rid)
+
+    measured = "%.3f" % float(row["measured_gib"])
+    framework = lookup(FRAMEWORK_MAP, row["framework"], rid, "framework")
+    grade, rest = parse_grade(row["notes"], rid)
+
+    parts = split_parts(rest)
+    if not parts or not parts[0].startswith("raw="):
+        raise ValueError(rid + ": notes do not start with raw=")
+    specific = [p for p in parts[1:] if p not in common[prefix]]
+    notes = [parts[0]]
+    if rid in ROW_REMARKS:
+        notes.append(ROW_REMARKS[rid])
+    if SOURCE_REMARKS.get(letter):
+        notes.append(SOURCE_REMARKS[letter])
+    notes += specific
+    notes_text = "; ".join(notes).replace("\n", " ").replace("\r", " ")
+
+    return [
+        row["model_id"], method, gpus, "1", micro_batch, seq_len, precision, finetune,
+        lora_r, targets, quant, grad_ckpt, optimizer, metric, measured,
+        gpu_for(rid), framework, row["source_url"],
+        rid, grade, stack, order_features(feats), attention, seq_kind, notes_text,
+    ]
+
+
+def main(argv):
+    if len(argv) not in (2, 3):
+        sys.stderr.write("usage: convert_public.py PUBLIC-MEASURED.csv [OUT.csv]\n")
+        return 2
+    src = argv[1]
+    out = argv[2] if len(argv) == 3 else os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                      "public.csv")
+    with open(src, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = next(reader)
+        if header != IN_HEADER:
+            raise ValueError("unexpected input header: %r" % header)
+        rows = [dict(zip(header, rec)) for rec in reader if rec]
+    for r in rows:
+        if len(r) != len(IN_HEADER):
+            raise ValueError(r.get("id", "?") + ": wrong number of fields")
+    ids = [r["id"] for r in rows]
+    if len(set(ids)) != len(ids):
+        raise ValueError("duplicate ids in input")
+
+    common = common_parts(rows)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    w.writerow(OUT_HEADER)
+    kept = {}
+    dropped = {}
+    for r in rows:
+        _, letter, _ = source_of(r["id"])
+        if r["model_id"] in OUT_OF_SCOPE:
+            dropped.setdefault(letter, []).append(r["id"])
+            continue
+        w.writerow(convert_row(r, common))
+        kept[letter] = kept.get(letter, 0) + 1
+
+    tmp = out + ".tmp"
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        fh.write(buf.getvalue())
+    os.replace(tmp, out)
+
+    total_dropped = sum(len(v) for v in dropped.values())
+    sys.stderr.write("input rows %d, written %d, out of scope %d\n"
+                     % (len(rows), sum(kept.values()), total_dropped))
+    for letter in sorted(set(kept) | set(dropped)):
+        sys.stderr.write("  source %s: kept %d, out of scope %d %s\n"
+                         % (letter, kept.get(letter, 0), len(dropped.get(letter, [])),
+                            ",".join(dropped.get(letter, []))))
+    if "--show-common" in os.environ.get("CONVERT_DEBUG", ""):
+        for prefix in sorted(common):
+            for p in sorted(common[prefix]):
+                sys.stderr.write("common %s %s\n" % (prefix, p))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
