@@ -1,0 +1,371 @@
+/* memmodel.c: the phase-timeline memory model (see memmodel.h and README "Memory model").
+ *
+ * Every byte count below is a tensor that exists in PyTorch at that point of a training
+ * step; the comment on each term says which tensor and where its size comes from. */
+#include "memmodel.h"
+
+#include <string.h>
+
+static const char *const term_names[TERM_COUNT] = {
+    "base", "params", "grads", "optimizer", "activations", "logits", "comm_buffers",
+};
+static const char *const phase_names[PHASE_COUNT] = {
+    "forward", "lm_head+loss", "backward last layer", "backward first layer", "optimizer step",
+    "eval logits",
+};
+
+const char *mem_term_name(enum mem_term t) { return (unsigned)t < TERM_COUNT ? term_names[t] : "?"; }
+const char *mem_phase_name(enum mem_phase p) { return (unsigned)p < PHASE_COUNT ? phase_names[p] : "?"; }
+
+#define MIB (UINT64_C(1) << 20)
+/* NCCL keeps per-peer channel buffers: NCCL_BUFFSIZE (4 MiB) x 2 directions x up to 32
+ * channels = 256 MiB per process once a communicator exists (NCCL docs, env vars). */
+#define NCCL_BUFFERS (256 * MIB)
+
+/* PyTorch's caching allocator: requests up to 1 MiB are 512-byte granules of 2 MiB
+ * segments; larger ones get segments rounded up to 2 MiB (c10/cuda/CUDACachingAllocator). */
+static uint64_t alloc_round(uint64_t bytes)
+{
+    if (bytes <= MIB)
+        return (bytes + 511) / 512 * 512;
+    return (bytes + 2 * MIB - 1) / (2 * MIB) * (2 * MIB);
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX / 4 : r;
+}
+
+/* --- batch-independent terms ------------------------------------------------------- */
+
+struct resident {
+    double trained, frozen;   /* parameters per GPU */
+    uint64_t w, g, o, tmp;    /* weights, grads, optimizer states, step temporaries (bytes) */
+    uint64_t amp_all, amp_one;/* autocast 16-bit weight copies: all blocks, one block */
+    uint64_t dequant;         /* one dequantized frozen weight (bitsandbytes) */
+    uint64_t gather_fwd, gather_bwd, bucket;
+};
+
+static bool mixed(const struct train_config *c)
+{
+    return c->precision == PREC_FP16 || c->precision == PREC_BF16;
+}
+
+/* Bytes per element of what is trained: fp32 master weights under mixed precision (AMP
+ * keeps the parameters fp32) and for PEFT adapters upcast by autocast_adapter_dtype. */
+static uint64_t trained_bytes(const struct train_config *c)
+{
+    if (c->precision != PREC_BF16_PURE)
+        return 4;
+    return (c->finetune != FT_FULL && (c->features & FEAT_ADAPTER_FP32)) ? 4 : 2;
+}
+
+/* Optimizer state bytes per trained parameter: AdamW keeps exp_avg and exp_avg_sq in the
+ * parameter dtype; bitsandbytes 8-bit AdamW one byte each (block-wise absmax ignored:
+ * 2 x 4 bytes per 2048 elements); plain SGD without momentum none. */
+static uint64_t state_bytes(const struct train_config *c, uint64_t wt)
+{
+    switch (c->optimizer) {
+    case OPT_ADAMW:
+        return 2 * wt;
+    case OPT_ADAMW8BIT:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+/* Frozen base of LoRA: block Linear weights in the quantized format, the rest (embedding,
+ * lm_head, norms, biases) in the compute dtype. NF4 stores 4 bits plus one fp32 absmax
+ * per 64 weights; double quantization makes that absmax 8-bit plus one fp32 per 256
+ * blocks (bitsandbytes functional.quantize_4bit). LLM.int8 keeps one fp32 scale per row. */
+static double frozen_bytes(const struct model_plan *p, const struct train_config *c,
+                           double frozen_params, double tpdiv)
+{
+    double bd = c->precision == PREC_FP32 ? 4.0 : 2.0;
+    double block_w = (double)(p->linear_w - p->head_p) / tpdiv;
+    double rest = frozen_params - block_w;
+    switch (c->quant) {
+    case QUANT_INT8:
+        return block_w + 4.0 * (double)p->block_rows / tpdiv + rest * bd;
+    case QUANT_NF4:
+        return block_w * (0.5 + 4.0 / 64.0) + rest * bd;
+    case QUANT_NF4_DQ:
+        return block_w * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0)) + rest * bd;
+    default:
+        return frozen_params * bd;
+    }
+}
+
+static void resident_terms(const struct model_plan *p, const struct train_config *c,
+                           struct resident *r)
+{
+    const bool zero3 = c->method == METHOD_ADP || c->method == METHOD_DPTP;
+    const double tpdiv = (double)c->tp, dpdiv = zero3 ? (double)c->dp : 1.0;
+    const uint64_t wt = trained_bytes(c), gb = c->precision == PREC_FP32 ? 4 : 2;
+    int64_t extra_head = (p->spec.tied && (c->features & FEAT_UNTIED_HEAD))
+                             ? p->spec.vocab * (p->spec.emb_dim ? p->spec.emb_dim : p->spec.hidden)
+                             : 0;
+    /* TP shards the matrices (Megatron column/row and vocab-parallel embedding); norms and
+     * biases stay replicated. */
+    double base = (double)(p->params - p->vector_p + extra_head) / tpdiv + (double)p->vector_p;
+    double layer = (double)(p->layer_p - 0) / tpdiv;
+    double big = (double)(p->embed_p > p->head_p + extra_head ? p->embed_p : p->head_p + extra_head) / tpdiv;
+
+    memset(r, 0, sizeof *r);
+    if (c->finetune == FT_FULL) {
+        r->trained = base;
+        r->w = (uint64_t)(base * (double)wt / dpdiv);
+    } else {
+        r->frozen = base;
+        r->trained = (double)plan_lora_params(p, c->lora_targets, c->lora_r) / tpdiv;
+        r->w = (uint64_t)((frozen_bytes(p, c, base, tpdiv) + r->trained * (double)wt) / dpdiv);
+        if (c->quant != QUANT_NONE) /* dequantized to the compute dtype for each matmul */
+            r->dequant = (uint64_t)((double)p->max_linear_w / tpdiv) * gb;
+    }
+    uint64_t sb = state_bytes(c, wt);
+    r->g = (uint64_t)(r->trained * (double)wt / dpdiv);
+    r->o = (uint64_t)(r->trained * (double)sb / dpdiv);
+    /* torch AdamW (foreach) builds one sqrt(exp_avg_sq) temporary per parameter group */
+    r->tmp = c->optimizer == OPT_ADAMW ? (uint64_t)(r->trained * (double)wt / dpdiv) : 0;
+    if (c->features & FEAT_OPT_IN_BWD) {
+        /* optimizer-in-backward steps and frees each gradient as soon as it is ready */
+        double largest = c->finetune == FT_FULL ? big : r->trained / (double)p->spec.layers;
+        r->g = (uint64_t)(largest * (double)wt / dpdiv);
+        r->tmp = (uint64_t)(largest * (double)wt / dpdiv);
+    }
+    /* autocast casts each fp32 weight once per forward to 16 bit and keeps the copy for
+     * backward; reentrant checkpointing runs the block forward under no_grad, so then only
+     * the lm_head copy (and one block's during recomputation) exists. */
+    if (mixed(c) && c->finetune == FT_FULL) {
+        r->amp_all = (uint64_t)((double)p->linear_w / tpdiv) * 2;
+        r->amp_one = (uint64_t)((double)p->layer_linear_w / tpdiv) * 2;
+    }
+    if (c->method == METHOD_CDP) /* DDP gradient buckets: one more copy of the gradients */
+        r->bucket = (uint64_t)(r->trained * (double)wt);
+    if (zero3) {
+        /* FSDP gathers one block (and prefetches the next) in the 16-bit compute dtype;
+         * embedding and lm_head are units of their own. Backward adds the unsharded
+         * gradient of one block before its reduce-scatter. */
+        double units = layer + (layer > big ? layer : big);
+        r->gather_fwd = (uint64_t)(units * (double)gb);
+        r->gather_bwd = r->gather_fwd +
+                        (uint64_t)((c->finetune == FT_FULL ? layer : r->trained / (double)p->spec.layers) *
+                                   (double)wt);
+    }
+}
+
+static void set_phase(struct mem_prepared *mp, enum mem_phase ph, uint64_t params, uint64_t grads,
+                      uint64_t optim, uint64_t act, uint64_t comm)
+{
+    mp->phase_on[ph] = true;
+    mp->fixed[ph][TERM_PARAMS] = params;
+    mp->fixed[ph][TERM_GRADS] = grads;
+    mp->fixed[ph][TERM_OPTIMIZER] = optim;
+    mp->fixed[ph][TERM_ACTIVATIONS] = act;
+    mp->fixed[ph][TERM_COMM] = comm;
+    mp->fixed_r[ph] = alloc_round(params) + alloc_round(grads) + alloc_round(optim) +
+                      alloc_round(act) + alloc_round(comm);
+}
+
+/* The batch-independent bytes of each phase (see enum mem_phase). Gradients are None
+ * between steps (zero_grad(set_to_none=True)), optimizer states exist from the first
+ * step on, so they are resident in every phase of the steady state. */
+static void fixed_phases(const struct model_plan *p, const struct train_config *c,
+                         struct mem_prepared *mp)
+{
+    struct resident r;
+    resident_terms(p, c, &r);
+    const uint64_t amp_fwd = c->grad_ckpt ? r.amp_one : r.amp_all;
+    const uint64_t head_grad = c->finetune == FT_FULL
+        ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * trained_bytes(c) : 0;
+    set_phase(mp, PHASE_FORWARD, r.w, 0, r.o, amp_fwd + r.dequant, r.gather_fwd + r.bucket);
+    set_phase(mp, PHASE_LOSS, r.w, 0, r.o, amp_fwd, r.gather_fwd + r.bucket);
+    set_phase(mp, PHASE_BWD_LAST, r.w, head_grad, r.o, amp_fwd + r.dequant, r.gather_bwd + r.bucket);
+    set_phase(mp, PHASE_BWD_FIRST, r.w, r.g, r.o, r.amp_one + r.dequant, r.gather_bwd + r.bucket);
+    set_phase(mp, PHASE_OPTIMIZER, r.w, r.g, r.o + r.tmp, 0, r.bucket);
+    if (c->features & FEAT_EVAL_LOGITS)
+        set_phase(mp, PHASE_EVAL, r.w, 0, r.o, r.dequant, r.gather_fwd + r.bucket);
+}
+
+/* Saved activations of one block per token (bytes), without checkpointing. Each count is
+ * a tensor autograd saves for backward in the HF modelling code:
+ *  - a norm saves its input (RMSNorm upcasts it to fp32 first: 4h) and its output, which
+ *    is also the next Linear's input (e_a h);
+ *  - SDPA (flash / memory-efficient) saves q, k, v, its output and an fp32 logsumexp per
+ *    head; o_proj saves a contiguous copy of the output;
+ *  - eager attention saves q and the expanded k, v, the fp32 softmax and its 16-bit cast
+ *    (heads x s each per token);
+ *  - a gated MLP saves gate, act(gate), up and their product (4 e_a i), a plain one the
+ *    fc1 output and the activation (2 e_a i);
+ *  - a LoRA adapter saves its rank-r hidden state, and under autocast with fp32 adapters
+ *    the 16-bit cast of its input.
+ * Dropout is 0 in the fine-tuning configs of current models, so no masks are counted. */
+static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
+                              struct mem_prepared *mp)
+{
+    const struct model_spec *m = &p->spec;
+    const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
+    const uint64_t er = (c->precision == PREC_FP32 || (mixed(c) && c->finetune == FT_FULL)) ? 4 : 2;
+    const uint64_t h = (uint64_t)m->hidden, i = (uint64_t)m->intermediate;
+    const uint64_t q = (uint64_t)(m->heads * m->head_dim), kv = (uint64_t)(m->kv_heads * m->head_dim);
+    const uint64_t tp = (uint64_t)c->tp, heads = (uint64_t)m->heads;
+    const uint64_t norm = (m->norm == NORM_RMSNORM ? 4 : er) * h + ea * h;
+    uint64_t attn, attn_s = 0;
+    if (c->features & FEAT_EAGER_ATTN) {
+        attn = ea * 4 * q / tp;
+        attn_s = heads * (ea == 2 ? 6 : 4) / tp;
+    } else {
+        attn = (ea * (q + 2 * kv) + 2 * ea * q + 4 * heads) / tp;
+    }
+    uint64_t mlp = (m->mlp == MLP_GATED ? 4 : 2) * ea * i / tp;
+    uint64_t lora = 0;
+    if (c->finetune != FT_FULL) {
+        bool cast_input = (c->features & FEAT_ADAPTER_FP32) && c->precision != PREC_FP32;
+        for (int role = ROLE_Q; role <= ROLE_DOWN; role++) {
+            if (!(c->lora_targets & TARGET_BIT(role)) || !p->role_w[role])
+                continue;
+            lora += ea * (uint64_t)c->lora_r;
+            if (cast_input)
+                lora += ea * (uint64_t)(p->lora_in[role] / m->layers);
+        }
+    }
+    mp->layer_tok = (uint64_t)m->norms_per_layer * norm + attn + mlp + lora;
+    mp->layer_tok_s = attn_s;
+    mp->ckpt_tok = er * h;
+    mp->tail_tok = norm;
+    mp->bwd_tok = er * h + 2 * ea * i / tp;
+    mp->comm_tok = (c->method == METHOD_TP || c->method == METHOD_DPTP) ? ea * h : 0;
+}
+
+/* Logits and loss per token and vocab entry. HF (transformers >= 4.46) computes logits in
+ * the compute dtype and the loss on an fp32 upcast: log_softmax keeps its fp32 output for
+ * backward and the backward of the loss holds that output, the incoming and the outgoing
+ * fp32 gradients at once: 3 x 4 bytes. litgpt keeps all 128-token logit chunks and their
+ * 16-bit log_softmax (2 e_a); torchtune's chunked CE upcasts each chunk (e_a + 4). */
+static void logits_coeffs(const struct train_config *c, struct mem_prepared *mp)
+{
+    const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
+    if (c->features & FEAT_CHUNKED_CE)
+        mp->logits_tok = c->stack == STACK_LITGPT ? 2 * ea : ea + 4;
+    else
+        mp->logits_tok = 12;
+    mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? 2 * ea : 0;
+}
+
+void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
+                      const struct mem_options *opt, struct mem_prepared *mp)
+{
+    memset(mp, 0, sizeof *mp);
+    mp->layers = (int32_t)p->spec.layers;
+    mp->tp = c->tp;
+    mp->vocab = p->spec.vocab;
+    mp->heads = p->spec.heads;
+    mp->ckpt = c->grad_ckpt;
+    mp->nccl = c->gpus > 1 ? NCCL_BUFFERS : 0;
+    mp->use_llmem = opt->paper || c->stack == STACK_COLOSSAL;
+    if (mp->use_llmem) {
+        llmem_static(p, c, opt->base_bytes, opt->paper, &mp->llmem);
+        return;
+    }
+    fixed_phases(p, c, mp);
+    activation_coeffs(p, c, mp);
+    logits_coeffs(c, mp);
+}
+
+/* --- batch-dependent terms --------------------------------------------------------- */
+
+/* LLMem's terms mapped onto the breakdown columns; the peak is the paper's lm_head stage. */
+static void eval_llmem(const struct model_plan *p, const struct train_config *c,
+                       const struct mem_options *opt, const struct mem_prepared *mp,
+                       struct mem_estimate *e)
+{
+    struct llmem_terms t = mp->llmem;
+    llmem_eval(p, c, opt->paper, &t);
+    e->llmem = t;
+    uint64_t *ph = e->phase[PHASE_LOSS];
+    ph[TERM_BASE] = t.m_base;
+    ph[TERM_ACTIVATIONS] = t.m_out;
+    ph[TERM_LOGITS] = t.m_lm;
+    ph[TERM_COMM] = t.m_back;
+    uint64_t rest = t.peak - t.m_base - t.m_out - t.m_lm - t.m_back; /* m_p and m_os shares */
+    uint64_t os_share = c->method == METHOD_SINGLE || c->method == METHOD_CDP ? t.m_os : t.m_os / (uint64_t)c->gpus;
+    ph[TERM_OPTIMIZER] = os_share < rest ? os_share : rest;
+    ph[TERM_PARAMS] = rest - ph[TERM_OPTIMIZER];
+    e->peak_phase = PHASE_LOSS;
+    e->device = t.peak;
+    e->reserved = t.peak - t.m_base;
+    e->allocated = e->reserved;
+    e->phase_reserved[PHASE_LOSS] = e->reserved;
+}
+
+void memmodel_eval(const struct model_plan *p, const struct train_config *c,
+                   const struct mem_options *opt, const struct mem_prepared *mp,
+                   struct mem_estimate *e)
+{
+    memset(e, 0, sizeof *e);
+    if (mp->use_llmem) {
+        eval_llmem(p, c, opt, mp, e);
+        return;
+    }
+    const uint64_t s = (uint64_t)c->seq_len, t = (uint64_t)c->micro_batch * s;
+    const uint64_t L = (uint64_t)mp->layers;
+    const uint64_t layer = sat_mul(t, mp->layer_tok + sat_mul(mp->layer_tok_s, s));
+    const uint64_t saved = mp->ckpt ? sat_mul(t, L * mp->ckpt_tok) : sat_mul(layer, L);
+    const uint64_t recompute = (mp->ckpt ? layer : 0) + t * mp->bwd_tok;
+    const uint64_t tail = t * mp->tail_tok;
+    const uint64_t logit_t = (c->features & FEAT_CHUNKED_CE) && c->stack != STACK_LITGPT
+                                 ? t : t; /* all chunks stay alive for backward */
+    const uint64_t logits = sat_mul(logit_t, (uint64_t)mp->vocab * mp->logits_tok);
+    const uint64_t comm = t * mp->comm_tok;
+
+    uint64_t act[PHASE_COUNT] = {0}, lg[PHASE_COUNT] = {0}, cm[PHASE_COUNT] = {0};
+    act[PHASE_FORWARD] = saved + tail;
+    act[PHASE_LOSS] = saved + tail;
+    lg[PHASE_LOSS] = logits;
+    act[PHASE_BWD_LAST] = saved + recompute;
+    act[PHASE_BWD_FIRST] = (mp->ckpt ? t * mp->ckpt_tok : layer) + recompute;
+    lg[PHASE_EVAL] = sat_mul(t, (uint64_t)mp->vocab * mp->eval_logits_tok);
+    for (int ph = PHASE_FORWARD; ph <= PHASE_BWD_FIRST; ph++)
+        cm[ph] = comm;
+
+    const uint64_t base = opt->base_bytes + mp->nccl;
+    e->device = 0;
+    for (int ph = 0; ph < PHASE_COUNT; ph++) {
+        if (!mp->phase_on[ph])
+            continue;
+        uint64_t *row = e->phase[ph];
+        memcpy(row, mp->fixed[ph], sizeof mp->fixed[ph]);
+        row[TERM_BASE] = base;
+        row[TERM_ACTIVATIONS] += act[ph];
+        row[TERM_LOGITS] = lg[ph];
+        row[TERM_COMM] += cm[ph];
+        uint64_t alloc = 0;
+        for (int k = TERM_PARAMS; k < TERM_COUNT; k++)
+            alloc += row[k];
+        uint64_t resv = mp->fixed_r[ph] + alloc_round(act[ph]) + alloc_round(lg[ph]) + alloc_round(cm[ph]);
+        e->phase_reserved[ph] = resv;
+        if (alloc > e->allocated)
+            e->allocated = alloc;
+        if (resv > e->reserved) {
+            e->reserved = resv;
+            e->peak_phase = (enum mem_phase)ph;
+        }
+    }
+    e->device = e->reserved + base;
+}
+
+void memmodel_predict(const struct model_plan *p, const struct train_config *c,
+                      const struct mem_options *opt, struct mem_estimate *e)
+{
+    struct mem_prepared mp;
+    memmodel_prepare(p, c, opt, &mp);
+    memmodel_eval(p, c, opt, &mp, e);
+    if (!mp.use_llmem) { /* the LLMem decomposition, for explain */
+        struct llmem_terms t;
+        llmem_static(p, c, opt->base_bytes, false, &t);
+        llmem_eval(p, c, false, &t);
+        e->llmem = t;
+    }
+}

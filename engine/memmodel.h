@@ -1,0 +1,95 @@
+/* memmodel.h: peak GPU memory of one fine-tuning configuration, as a timeline of phases.
+ *
+ * Pure functions, no I/O, no allocation. The prediction is split in two so the sweep can
+ * hoist work out of its inner loop:
+ *   memmodel_prepare()  everything that does not depend on micro-batch and sequence length
+ *                       (weights, gradients, optimizer states, their sharding), per config;
+ *   memmodel_eval()     the activation, logits and buffer terms for one (micro-batch, seq)
+ *                       and the maximum over the phases.
+ * With `paper` set, the LLMem equations are used exactly (llmem.h); otherwise the stack's
+ * timeline model (README "Memory model"), which reduces to corrected LLMem terms for the
+ * colossal stack. */
+#ifndef LLMEM_MEMMODEL_H
+#define LLMEM_MEMMODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "llmem.h"
+#include "plan.h"
+#include "train.h"
+
+enum mem_term {
+    TERM_BASE,        /* CUDA context, library workspaces, NCCL buffers */
+    TERM_PARAMS,      /* resident weights: trained, frozen, quantized, master copies */
+    TERM_GRADS,       /* gradients */
+    TERM_OPTIMIZER,   /* optimizer states and step temporaries */
+    TERM_ACTIVATIONS, /* saved activations, recomputation, autocast weight copies */
+    TERM_LOGITS,      /* lm_head output and loss temporaries */
+    TERM_COMM,        /* gathered shards, gradient buckets, TP gather buffers */
+    TERM_COUNT
+};
+
+enum mem_phase {
+    PHASE_FORWARD,   /* end of the forward through the blocks */
+    PHASE_LOSS,      /* lm_head + loss */
+    PHASE_BWD_LAST,  /* backward through the last block */
+    PHASE_BWD_FIRST, /* backward through the first block */
+    PHASE_OPTIMIZER, /* optimizer step (first step allocates the states) */
+    PHASE_EVAL,      /* evaluation pass with full logits (stacks that run one) */
+    PHASE_COUNT
+};
+
+const char *mem_term_name(enum mem_term t);   /* "base", "params", ... */
+const char *mem_phase_name(enum mem_phase p); /* "forward", "lm_head+loss", ... */
+
+struct mem_options {
+    bool paper;          /* LLMem's equations exactly */
+    uint64_t base_bytes; /* m_base: CUDA context and workspaces of the GPU */
+};
+
+/* Batch-independent part of a prediction (per model and configuration). */
+struct mem_prepared {
+    struct llmem_terms llmem;             /* static LLMem terms (paper and colossal) */
+    uint64_t fixed[PHASE_COUNT][TERM_COUNT]; /* bytes per phase and term, allocated */
+    uint64_t fixed_r[PHASE_COUNT];        /* the same phases rounded as the allocator does */
+    bool phase_on[PHASE_COUNT];
+    /* per-token coefficients of the batch-dependent terms (bytes) */
+    uint64_t layer_tok;      /* one block's saved activations per token */
+    uint64_t layer_tok_s;    /* ... per token and per unit of sequence (eager scores) */
+    uint64_t ckpt_tok;       /* one block's checkpoint (its input) per token */
+    uint64_t tail_tok;       /* final norm and lm_head input per token */
+    uint64_t bwd_tok;        /* backward working set of one block per token */
+    uint64_t logits_tok;     /* per token and vocab entry at the loss peak */
+    uint64_t eval_logits_tok;/* per token and vocab entry in an evaluation pass */
+    uint64_t logits_tokens;  /* chunked CE: tokens per chunk alive at once (0 = all) */
+    uint64_t comm_tok;       /* TP gather buffer per token */
+    uint64_t nccl;           /* device-level NCCL buffers */
+    int32_t layers, tp;      /* layers, TP degree that divides the inner activations */
+    int64_t vocab, heads;
+    bool ckpt, use_llmem;
+};
+
+struct mem_estimate {
+    uint64_t phase[PHASE_COUNT][TERM_COUNT]; /* allocated bytes per phase and term */
+    uint64_t phase_reserved[PHASE_COUNT];    /* reserved bytes per phase (no context) */
+    uint64_t allocated, reserved, device;    /* the three peaks; device is what OOMs */
+    enum mem_phase peak_phase;               /* where the device peak is */
+    struct llmem_terms llmem;                /* LLMem's terms for this point */
+};
+
+/* Batch-independent preparation. The plan's chunk size must have been searched
+ * (plan_chunk) when the stack is colossal or opt->paper is set. */
+void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
+                      const struct mem_options *opt, struct mem_prepared *mp);
+
+/* The prediction for micro-batch b and sequence length s. */
+void memmodel_eval(const struct model_plan *p, const struct train_config *c,
+                   const struct mem_options *opt, const struct mem_prepared *mp,
+                   struct mem_estimate *e);
+
+/* Convenience: prepare and evaluate c->micro_batch and c->seq_len. */
+void memmodel_predict(const struct model_plan *p, const struct train_config *c,
+                      const struct mem_options *opt, struct mem_estimate *e);
+
+#endif

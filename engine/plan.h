@@ -1,0 +1,43 @@
+/* plan.h: everything about a model that the memory and speed models need, computed once
+ * per model so that evaluating a configuration is arithmetic only. */
+#ifndef LLMEM_PLAN_H
+#define LLMEM_PLAN_H
+
+#include <stdint.h>
+
+#include "model.h"
+#include "tensors.h"
+
+struct model_plan {
+    struct model_spec spec;
+    struct tensor_list tensors;
+    int64_t params;              /* all parameters */
+    int64_t embed_p;             /* input token embedding (LLMem embed_p) */
+    int64_t head_p;              /* separate lm_head weight; 0 when tied */
+    int64_t other_p;             /* all but embed_p and head_p (LLMem other_p) */
+    int64_t emb_modules;         /* nn.Embedding modules: token (+ learned positions) */
+    int64_t embedding_w;         /* weights of Embedding modules (LLMem's t = E) */
+    int64_t linear_w;            /* weights of Linear modules, lm_head included (t = L) */
+    int64_t vector_p;            /* norm weights and all biases */
+    int64_t role_w[ROLE_COUNT];  /* weight elements per role, all layers */
+    int64_t lora_io[ROLE_COUNT]; /* sum of (in + out) over the Linear weights of a role */
+    int64_t lora_in[ROLE_COUNT]; /* sum of in-features over the Linear weights of a role */
+    int64_t layer_p;             /* parameters of one transformer block */
+    int64_t layer_linear_w;      /* Linear weights of one block */
+    int64_t max_linear_w;        /* largest Linear weight of a block (dequantization buffer) */
+    int64_t block_rows;          /* Linear weights of the blocks: sum of rows (int8 scales) */
+    int64_t chunk_searched;      /* Gemini chunk size (elements), 0 until plan_chunk() */
+};
+
+/* Builds the plan; returns 0, or -1 when memory runs out. */
+int plan_init(struct model_plan *p, const struct model_spec *m);
+void plan_free(struct model_plan *p);
+
+/* Gemini's chunk size for the model (searched on first use, then cached). Not thread
+ * safe on first use: call it before a parallel region. */
+int64_t plan_chunk(struct model_plan *p);
+
+/* LoRA adapter parameters for rank r on the target roles: r * (in + out) per matrix. */
+int64_t plan_lora_params(const struct model_plan *p, uint32_t targets, int32_t r);
+
+#endif

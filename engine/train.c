@@ -1,0 +1,144 @@
+/* train.c: names and checks of a fine-tuning configuration. */
+#include "train.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const method_names[METHOD_COUNT] = {"single", "cdp", "adp", "tp", "dp+tp"};
+static const char *const precision_names[PREC_COUNT] = {"fp32", "fp16", "bf16", "bf16-pure"};
+static const char *const finetune_names[FT_COUNT] = {"full", "lora", "qlora"};
+static const char *const quant_names[QUANT_COUNT] = {"none", "int8", "nf4", "nf4-dq"};
+static const char *const optimizer_names[OPT_COUNT] = {"adamw", "adamw8bit", "sgd"};
+static const char *const stack_names[STACK_COUNT] = {"hf", "litgpt", "torchtune", "colossal"};
+
+static const char *name_of(const char *const *names, int n, int v)
+{
+    return v >= 0 && v < n ? names[v] : "?";
+}
+
+static int parse_in(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0)
+            return i;
+    return -1;
+}
+
+const char *method_name(enum method m) { return name_of(method_names, METHOD_COUNT, (int)m); }
+const char *precision_name(enum precision p) { return name_of(precision_names, PREC_COUNT, (int)p); }
+const char *finetune_name(enum finetune f) { return name_of(finetune_names, FT_COUNT, (int)f); }
+const char *quant_name(enum quant q) { return name_of(quant_names, QUANT_COUNT, (int)q); }
+const char *optimizer_name(enum optimizer o) { return name_of(optimizer_names, OPT_COUNT, (int)o); }
+const char *stack_name(enum stack s) { return name_of(stack_names, STACK_COUNT, (int)s); }
+
+int method_parse(const char *s) { return parse_in(method_names, METHOD_COUNT, s); }
+int precision_parse(const char *s) { return parse_in(precision_names, PREC_COUNT, s); }
+int finetune_parse(const char *s) { return parse_in(finetune_names, FT_COUNT, s); }
+int quant_parse(const char *s) { return parse_in(quant_names, QUANT_COUNT, s); }
+int optimizer_parse(const char *s) { return parse_in(optimizer_names, OPT_COUNT, s); }
+int stack_parse(const char *s) { return parse_in(stack_names, STACK_COUNT, s); }
+
+uint32_t stack_features(enum stack s)
+{
+    switch (s) {
+    case STACK_HF:        /* HF Trainer + PEFT: adapters upcast to fp32, FSDP for sharding */
+        return FEAT_ADAPTER_FP32 | FEAT_FSDP;
+    case STACK_LITGPT:    /* chunked lm_head + CE, separate lm_head, full-logit validation */
+        return FEAT_CHUNKED_CE | FEAT_UNTIED_HEAD | FEAT_FSDP | FEAT_EVAL_LOGITS;
+    case STACK_TORCHTUNE: /* FSDP2; chunked CE is a per-recipe option */
+        return FEAT_FSDP;
+    case STACK_COLOSSAL:  /* LLMem's own stack: Gemini chunks, full gather under ADP */
+    default:
+        return 0;
+    }
+}
+
+/* Module names of LoRA targets; "head" is the lm_head. */
+static const struct {
+    const char *name;
+    uint32_t bits;
+} target_names[] = {
+    {"all", TARGETS_ALL},   {"attn", TARGETS_ATTN},           {"mlp", TARGETS_MLP},
+    {"q", TARGET_BIT(ROLE_Q)}, {"k", TARGET_BIT(ROLE_K)},     {"v", TARGET_BIT(ROLE_V)},
+    {"o", TARGET_BIT(ROLE_O)}, {"gate", TARGET_BIT(ROLE_GATE)}, {"up", TARGET_BIT(ROLE_UP)},
+    {"down", TARGET_BIT(ROLE_DOWN)}, {"head", TARGET_BIT(ROLE_LM_HEAD)},
+};
+#define N_TARGET_NAMES (sizeof target_names / sizeof target_names[0])
+
+int targets_parse(const char *s, uint32_t *out)
+{
+    uint32_t bits = 0;
+    while (*s) {
+        size_t len = strcspn(s, "+");
+        size_t i;
+        for (i = 0; i < N_TARGET_NAMES; i++)
+            if (strlen(target_names[i].name) == len && strncmp(target_names[i].name, s, len) == 0)
+                break;
+        if (i == N_TARGET_NAMES)
+            return -1;
+        bits |= target_names[i].bits;
+        s += len;
+        if (*s == '+' && *++s == '\0')
+            return -1;
+    }
+    if (!bits)
+        return -1;
+    *out = bits;
+    return 0;
+}
+
+void targets_format(uint32_t targets, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    uint32_t left = targets;
+    /* shorthands first, so "attn+mlp" prints as "all" */
+    for (size_t i = 0; i < N_TARGET_NAMES && left; i++) {
+        uint32_t b = target_names[i].bits;
+        if ((left & b) != b)
+            continue;
+        int w = snprintf(buf + used, n - used, "%s%s", used ? "+" : "", target_names[i].name);
+        if (w < 0 || (size_t)w >= n - used)
+            return;
+        used += (size_t)w;
+        left &= ~b;
+    }
+}
+
+const char *train_config_check(const struct train_config *c, int64_t heads, int64_t kv_heads)
+{
+    if (c->gpus < 1 || c->tp < 1 || c->dp < 1 || c->dp * c->tp != c->gpus)
+        return "dp x tp must equal the GPU count";
+    switch (c->method) {
+    case METHOD_SINGLE:
+        if (c->gpus != 1)
+            return "single runs on one GPU";
+        break;
+    case METHOD_CDP:
+    case METHOD_ADP:
+        if (c->tp != 1 || c->gpus < 2)
+            return "data parallelism needs 2 or more GPUs and tp 1";
+        break;
+    case METHOD_TP:
+        if (c->dp != 1 || c->gpus < 2)
+            return "tensor parallelism needs 2 or more GPUs and dp 1";
+        break;
+    case METHOD_DPTP:
+        if (c->dp < 2 || c->tp < 2)
+            return "dp+tp needs dp > 1 and tp > 1";
+        break;
+    default:
+        return "unknown method";
+    }
+    if (heads % c->tp != 0 || kv_heads % c->tp != 0)
+        return "tp must divide the attention heads and the KV heads";
+    if (c->micro_batch < 1 || c->seq_len < 1)
+        return "micro-batch and sequence length must be positive";
+    if (c->finetune == FT_FULL && (c->lora_r != 0 || c->quant != QUANT_NONE))
+        return "full fine-tuning trains unquantized weights without LoRA";
+    if (c->finetune != FT_FULL && (c->lora_r < 1 || c->lora_targets == 0))
+        return "LoRA needs a rank and target modules";
+    if (c->finetune == FT_QLORA && c->quant != QUANT_NF4 && c->quant != QUANT_NF4_DQ)
+        return "qlora quantizes the base to nf4";
+    return NULL;
+}

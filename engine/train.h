@@ -1,0 +1,82 @@
+/* train.h: one fine-tuning configuration (a point of the sweep space, minus the model),
+ * and the names its fields take on the command line and in CSV files. */
+#ifndef LLMEM_TRAIN_H
+#define LLMEM_TRAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensors.h"
+
+enum method { METHOD_SINGLE, METHOD_CDP, METHOD_ADP, METHOD_TP, METHOD_DPTP, METHOD_COUNT };
+enum precision { PREC_FP32, PREC_FP16, PREC_BF16, PREC_BF16_PURE, PREC_COUNT };
+enum finetune { FT_FULL, FT_LORA, FT_QLORA, FT_COUNT };
+enum quant { QUANT_NONE, QUANT_INT8, QUANT_NF4, QUANT_NF4_DQ, QUANT_COUNT };
+enum optimizer { OPT_ADAMW, OPT_ADAMW8BIT, OPT_SGD, OPT_COUNT };
+
+/* Training stacks whose memory behaviour differs measurably (README, "Stacks"). */
+enum stack { STACK_HF, STACK_LITGPT, STACK_TORCHTUNE, STACK_COLOSSAL, STACK_COUNT };
+
+/* Stack features; each stack has defaults (stack_features) and a measured row may add some. */
+enum feature {
+    FEAT_CHUNKED_CE = 1u << 0,   /* lm_head/cross-entropy in chunks, no full fp32 logits */
+    FEAT_OPT_IN_BWD = 1u << 1,   /* optimizer step fused into backward: grads never all live */
+    FEAT_UNTIED_HEAD = 1u << 2,  /* framework keeps a separate lm_head for a tied model */
+    FEAT_EAGER_ATTN = 1u << 3,   /* eager attention: b*heads*s^2 scores are kept */
+    FEAT_ADAPTER_FP32 = 1u << 4, /* PEFT autocast_adapter_dtype: LoRA weights in fp32 */
+    FEAT_FSDP = 1u << 5,         /* ADP gathers one unit at a time (FSDP) instead of all */
+    FEAT_EVAL_LOGITS = 1u << 6,  /* an evaluation pass materialises full logits */
+};
+
+/* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
+#define TARGET_BIT(r) (1u << (r))
+#define TARGETS_ATTN (TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_K) | TARGET_BIT(ROLE_V) | TARGET_BIT(ROLE_O))
+#define TARGETS_MLP (TARGET_BIT(ROLE_GATE) | TARGET_BIT(ROLE_UP) | TARGET_BIT(ROLE_DOWN))
+#define TARGETS_ALL (TARGETS_ATTN | TARGETS_MLP)
+
+struct train_config {
+    enum method method;
+    int32_t gpus, tp, dp; /* dp * tp == gpus */
+    int32_t micro_batch, seq_len;
+    enum precision precision;
+    enum finetune finetune;
+    int32_t lora_r;        /* 0 for full fine-tuning */
+    uint32_t lora_targets; /* 0 for full fine-tuning */
+    enum quant quant;      /* frozen-base format; qlora implies nf4 */
+    bool grad_ckpt;
+    enum optimizer optimizer;
+    enum stack stack;
+    uint32_t features;     /* enum feature bits */
+};
+
+const char *method_name(enum method m);
+const char *precision_name(enum precision p);
+const char *finetune_name(enum finetune f);
+const char *quant_name(enum quant q);
+const char *optimizer_name(enum optimizer o);
+const char *stack_name(enum stack s);
+
+/* Name -> value; return -1 when the name is unknown. */
+int method_parse(const char *s);
+int precision_parse(const char *s);
+int finetune_parse(const char *s);
+int quant_parse(const char *s);
+int optimizer_parse(const char *s);
+int stack_parse(const char *s);
+
+/* The default features of a stack (README "Stacks"). */
+uint32_t stack_features(enum stack s);
+
+/* "attn", "mlp", "all", or roles joined by '+' ("q+v", "q+k+v+o+gate+up+down+head").
+ * Returns 0 on success, -1 on an unknown module. */
+int targets_parse(const char *s, uint32_t *out);
+/* Canonical text: "attn", "mlp", "all", or the roles joined by '+'; "" when none. */
+void targets_format(uint32_t targets, char *buf, size_t n);
+
+/* Checks that a configuration is coherent for model dimensions heads/kv_heads (tp divides
+ * the GPU count and the heads, single runs on one GPU, ...). Returns NULL when valid, else
+ * a static reason. */
+const char *train_config_check(const struct train_config *c, int64_t heads, int64_t kv_heads);
+
+#endif
