@@ -1,0 +1,160 @@
+/* job.c: from options to a ready sweep (see job.h). */
+#include "job.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "devices.h"
+#include "hf_config.h"
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+int job_resolve_model(const struct catalog *cat, const char *name, struct model_spec *m)
+{
+    const struct model_spec *c = catalog_find_model(cat, name);
+    if (c && !exists(name)) {
+        *m = *c;
+        return 0;
+    }
+    if (!exists(name)) {
+        fprintf(stderr, "llmem-sweep: unknown model '%s': not in %s/models.csv and no such "
+                        "file (see `llmem-sweep models`)\n", name, cat->dir);
+        return EXIT_USAGE;
+    }
+    struct hf_error err;
+    if (hf_config_load(name, m, &err) != 0) {
+        fprintf(stderr, "llmem-sweep: %s", err.file);
+        if (err.line > 0)
+            fprintf(stderr, ":%d:%d", err.line, err.column);
+        if (err.key[0])
+            fprintf(stderr, ": %s", err.key);
+        fprintf(stderr, ": %s\n", err.msg);
+        return EXIT_BAD_INPUT;
+    }
+    return 0;
+}
+
+/* --gpu NAME; else the local GPU (its catalog entry, and its memory as the budget); else
+ * the default entry. */
+static int resolve_gpu(struct job *j)
+{
+    const struct gpu_spec *g = NULL;
+    if (j->opt.gpu) {
+        g = catalog_find_gpu(&j->cat, j->opt.gpu);
+        if (!g) {
+            fprintf(stderr, "llmem-sweep: unknown GPU '%s' (see `llmem-sweep gpus`)\n", j->opt.gpu);
+            return EXIT_USAGE;
+        }
+        snprintf(j->gpu_note, sizeof j->gpu_note, "--gpu %s", g->name);
+    } else {
+        struct device_info dev;
+        char note[96];
+        if (devices_list(&dev, 1, note, sizeof note) > 0) {
+            g = catalog_match_device(&j->cat, dev.name);
+            if (!j->opt.budget) {
+                j->opt.budget = dev.total_bytes;
+                j->budget_from_device = true;
+            }
+            snprintf(j->gpu_note, sizeof j->gpu_note, "local GPU %.96s", dev.name);
+        }
+        if (!g)
+            g = catalog_find_gpu(&j->cat, JOB_DEFAULT_GPU);
+        if (!g) {
+            fprintf(stderr, "llmem-sweep: %s/gpus.csv has no %s entry\n", j->cat.dir, JOB_DEFAULT_GPU);
+            return EXIT_BAD_INPUT;
+        }
+        if (!j->gpu_note[0])
+            snprintf(j->gpu_note, sizeof j->gpu_note, "default %.40s (no local GPU: %.96s)", g->name, note);
+    }
+    j->gpu = *g;
+    if (!j->opt.budget)
+        j->opt.budget = g->memory_bytes;
+    return 0;
+}
+
+static int load_models(struct job *j)
+{
+    struct sweep *s = &j->sweep;
+    size_t n = j->opt.nmodels ? (size_t)j->opt.nmodels : j->cat.nmodels;
+    s->models = calloc(n ? n : 1, sizeof *s->models);
+    s->rule_binding = calloc(n ? n : 1, sizeof *s->rule_binding);
+    if (!s->models || !s->rule_binding)
+        return EXIT_IO;
+    for (size_t i = 0; i < n; i++) {
+        struct model_spec m;
+        if (j->opt.nmodels) {
+            int rc = job_resolve_model(&j->cat, j->opt.models[i], &m);
+            if (rc)
+                return rc;
+        } else {
+            m = j->cat.models[i];
+        }
+        if (plan_init(&s->models[i], &m) != 0)
+            return EXIT_IO;
+        s->nmodels = i + 1;
+        if (j->opt.paper || j->opt.stack == STACK_COLOSSAL)
+            plan_chunk(&s->models[i]);
+        s->rule_binding[i] = s->rules ? rules_bind(s->rules, &s->models[i]) : -1;
+    }
+    return 0;
+}
+
+int job_init(struct job *j, const struct options *o)
+{
+    struct input_error e;
+    memset(j, 0, sizeof *j);
+    j->opt = *o;
+    if (j->opt.paper)
+        j->opt.stack = STACK_COLOSSAL;
+    const char *dir = o->data_dir ? o->data_dir : catalog_default_dir();
+    if (catalog_load(dir, &j->cat, &e) != 0) {
+        input_error_print(&e);
+        return e.code;
+    }
+    int rc = resolve_gpu(j);
+    if (rc)
+        return rc;
+    if (o->rules && rules_load(o->rules, &j->sweep.rules, &e) != 0) {
+        input_error_print(&e);
+        return e.code;
+    }
+    struct sweep *s = &j->sweep;
+    s->opt = &j->opt;
+    s->gpu = &j->gpu;
+    s->budget = j->opt.budget;
+    s->mem.paper = j->opt.paper;
+    s->mem.base_bytes = j->opt.base_set ? j->opt.base : j->gpu.context_bytes;
+    return load_models(j);
+}
+
+int job_build_space(struct job *j)
+{
+    options_default_axes(&j->opt);
+    const struct model_plan **plans = malloc((j->sweep.nmodels ? j->sweep.nmodels : 1) * sizeof *plans);
+    if (!plans)
+        return EXIT_IO;
+    for (size_t i = 0; i < j->sweep.nmodels; i++)
+        plans[i] = &j->sweep.models[i];
+    int rc = space_build(&j->opt, plans, j->sweep.nmodels, &j->sweep.space);
+    free(plans);
+    return rc ? EXIT_IO : 0;
+}
+
+void job_free(struct job *j)
+{
+    if (!j)
+        return;
+    for (size_t i = 0; i < j->sweep.nmodels; i++)
+        plan_free(&j->sweep.models[i]);
+    free(j->sweep.models);
+    free(j->sweep.rule_binding);
+    space_free(&j->sweep.space);
+    rules_free(j->sweep.rules);
+    catalog_free(&j->cat);
+}

@@ -1,0 +1,35 @@
+/* job.h: turns the command line into a ready sweep: catalogs loaded, the GPU and budget
+ * resolved, models read (catalog ids or config.json files), plans built, rules bound, the
+ * space enumerated. Shared by the sweep, explain and validate commands. */
+#ifndef LLMEM_JOB_H
+#define LLMEM_JOB_H
+
+#include <stdbool.h>
+
+#include "catalog.h"
+#include "options.h"
+#include "sweep.h"
+
+#define JOB_DEFAULT_GPU "H100-SXM-80GB"
+
+struct job {
+    struct options opt;
+    struct catalog cat;
+    struct gpu_spec gpu;
+    bool budget_from_device; /* the budget is the local GPU's total memory */
+    char gpu_note[200];      /* how the GPU was chosen, for reports */
+    struct sweep sweep;
+};
+
+/* Resolves everything but the space (explain and validate build their own points).
+ * Returns 0, or an exit code after printing the reason. */
+int job_init(struct job *j, const struct options *o);
+/* Enumerates the space of the options' axes (after options_default_axes). */
+int job_build_space(struct job *j);
+void job_free(struct job *j);
+
+/* Loads one model by catalog name or config.json path into *m. Returns 0, or an exit code
+ * after printing the reason. */
+int job_resolve_model(const struct catalog *cat, const char *name, struct model_spec *m);
+
+#endif

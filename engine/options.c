@@ -1,0 +1,379 @@
+/* options.c: command-line parsing for the sweep and explain (see options.h). */
+#include "options.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "units.h"
+
+static int usage_error(const char *fmt, const char *a, const char *b)
+    __attribute__((format(printf, 1, 0)));
+
+/* fmt holds two %s conversions for a and b */
+static int usage_error(const char *fmt, const char *a, const char *b)
+{
+    fputs("llmem-sweep: ", stderr);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    fprintf(stderr, fmt, a, b);
+#pragma GCC diagnostic pop
+    fputs(" (see --help)\n", stderr);
+    return EXIT_USAGE;
+}
+
+static int parse_i32(const char *s, int32_t lo, int32_t hi, int32_t *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || errno || v < lo || v > hi)
+        return -1;
+    *out = (int32_t)v;
+    return (int)(end - s);
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int options_parse_int_list(const char *s, int32_t lo, int32_t hi, struct int_list *out)
+{
+    out->n = 0;
+    while (*s) {
+        int32_t a, b;
+        int n = parse_i32(s, lo, hi, &a);
+        if (n <= 0)
+            return -1;
+        s += n;
+        b = a;
+        if (s[0] == '.' && s[1] == '.') {
+            n = parse_i32(s + 2, lo, hi, &b);
+            if (n <= 0 || b < a)
+                return -1;
+            s += 2 + n;
+        }
+        if ((int64_t)b - a + out->n >= OPT_LIST_MAX)
+            return -1;
+        for (int32_t v = a; v <= b; v++)
+            out->v[out->n++] = v;
+        if (*s == ',' && *++s == '\0')
+            return -1;
+        else if (*s && *s != ',')
+            return -1;
+    }
+    if (out->n == 0)
+        return -1;
+    qsort(out->v, (size_t)out->n, sizeof out->v[0], cmp_i32);
+    int w = 1;
+    for (int i = 1; i < out->n; i++)
+        if (out->v[i] != out->v[w - 1])
+            out->v[w++] = out->v[i];
+    out->n = w;
+    return 0;
+}
+
+/* A comma list of names into values (in command-line order, without repeats). */
+static int parse_names(const char *s, int (*parse)(const char *), int *vals, int max, int *n)
+{
+    char buf[512];
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *p = buf; p;) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        int v = parse(p);
+        if (v < 0)
+            return -1;
+        bool seen = false;
+        for (int i = 0; i < *n; i++)
+            seen |= vals[i] == v;
+        if (!seen) {
+            if (*n == max)
+                return -1;
+            vals[(*n)++] = v;
+        }
+        p = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+static int ckpt_parse(const char *s)
+{
+    if (strcmp(s, "on") == 0)
+        return 1;
+    return strcmp(s, "off") == 0 ? 0 : -1;
+}
+
+static int targets_list(const char *s, struct options *o)
+{
+    char buf[512];
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    o->ntargets = 0;
+    for (char *p = buf; p;) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        if (o->ntargets == 16 || targets_parse(p, &o->targets[o->ntargets]) != 0)
+            return -1;
+        o->ntargets++;
+        p = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+static int parse_format(const char *s, enum out_format *f)
+{
+    static const char *const names[] = {"auto", "table", "csv", "json", "html", "text"};
+    for (int i = 0; i < 6; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *f = (enum out_format)i;
+            return 0;
+        }
+    return -1;
+}
+
+static int parse_shard(const char *s, struct options *o)
+{
+    int32_t k, n;
+    int a = parse_i32(s, 1, 1 << 20, &k);
+    if (a <= 0 || s[a] != '/')
+        return -1;
+    int b = parse_i32(s + a + 1, 1, 1 << 20, &n);
+    if (b <= 0 || s[a + 1 + b] || k > n)
+        return -1;
+    o->shard_k = k;
+    o->shard_n = n;
+    return 0;
+}
+
+/* One option with its value; returns 0, 1 when the option is unknown, or EXIT_USAGE. */
+static int apply_value(struct options *o, const char *name, const char *v)
+{
+    int rc = 0, tmp;
+    int32_t i32;
+    if (!strcmp(name, "--budget"))
+        rc = units_parse_size(v, &o->budget);
+    else if (!strcmp(name, "--base")) {
+        rc = units_parse_size(v, &o->base);
+        o->base_set = rc == 0;
+    } else if (!strcmp(name, "--gpu"))
+        o->gpu = v;
+    else if (!strcmp(name, "--model")) {
+        if (o->nmodels == OPT_MODELS_MAX)
+            return usage_error("too many --model options%s%s", "", "");
+        o->models[o->nmodels++] = v;
+    } else if (!strcmp(name, "--methods") || !strcmp(name, "--method"))
+        rc = parse_names(v, method_parse, o->methods, METHOD_COUNT, &o->nmethods);
+    else if (!strcmp(name, "--gpus"))
+        rc = options_parse_int_list(v, 1, 4096, &o->gpus);
+    else if (!strcmp(name, "--tp"))
+        rc = options_parse_int_list(v, 1, 4096, &o->tp);
+    else if (!strcmp(name, "--batch") || !strcmp(name, "--micro-batch"))
+        rc = options_parse_int_list(v, 1, 65536, &o->batch);
+    else if (!strcmp(name, "--seq"))
+        rc = options_parse_int_list(v, 2, 1 << 20, &o->seq);
+    else if (!strcmp(name, "--lora-r"))
+        rc = options_parse_int_list(v, 1, 65536, &o->lora_r);
+    else if (!strcmp(name, "--precision"))
+        rc = parse_names(v, precision_parse, o->precisions, PREC_COUNT, &o->nprecisions);
+    else if (!strcmp(name, "--finetune"))
+        rc = parse_names(v, finetune_parse, o->finetunes, FT_COUNT, &o->nfinetunes);
+    else if (!strcmp(name, "--quant"))
+        rc = parse_names(v, quant_parse, o->quants, QUANT_COUNT, &o->nquants);
+    else if (!strcmp(name, "--optimizer"))
+        rc = parse_names(v, optimizer_parse, o->optimizers, OPT_COUNT, &o->noptimizers);
+    else if (!strcmp(name, "--grad-ckpt")) {
+        int vals[2];
+        rc = parse_names(v, ckpt_parse, vals, 2, &o->nckpts);
+        for (int i = 0; !rc && i < o->nckpts; i++)
+            o->ckpts[i] = vals[i] != 0;
+    } else if (!strcmp(name, "--lora-targets"))
+        rc = targets_list(v, o);
+    else if (!strcmp(name, "--stack")) {
+        tmp = stack_parse(v);
+        rc = tmp < 0 ? -1 : 0;
+        o->stack = tmp < 0 ? o->stack : (enum stack)tmp;
+    } else if (!strcmp(name, "--attention")) {
+        rc = strcmp(v, "sdpa") && strcmp(v, "eager") ? -1 : 0;
+        o->eager = !strcmp(v, "eager");
+    } else if (!strcmp(name, "--rank")) {
+        rc = strcmp(v, "speed") && strcmp(v, "llmem") ? -1 : 0;
+        o->rank = !strcmp(v, "llmem") ? RANK_LLMEM : RANK_SPEED;
+    } else if (!strcmp(name, "--rules"))
+        o->rules = v;
+    else if (!strcmp(name, "--data"))
+        o->data_dir = v;
+    else if (!strcmp(name, "--top")) {
+        rc = parse_i32(v, 0, INT32_MAX, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
+        o->top = i32;
+    } else if (!strcmp(name, "--threads")) {
+        rc = parse_i32(v, 1, 4096, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
+        o->threads = i32;
+    } else if (!strcmp(name, "--shard"))
+        rc = parse_shard(v, o);
+    else if (!strcmp(name, "--format"))
+        rc = parse_format(v, &o->format);
+    else if (!strcmp(name, "--out")) {
+        if (o->nouts == OPT_OUTS_MAX)
+            return usage_error("at most 4 --out files%s%s", "", "");
+        o->outs[o->nouts++] = v;
+    } else
+        return 1;
+    return rc ? usage_error("invalid value '%s' for %s", v, name) : 0;
+}
+
+static int apply_flag(struct options *o, const char *name)
+{
+    if (!strcmp(name, "--all"))
+        o->all = true;
+    else if (!strcmp(name, "--no-prune"))
+        o->no_prune = true;
+    else if (!strcmp(name, "--quiet"))
+        o->quiet = true;
+    else if (!strcmp(name, "--progress"))
+        o->progress = true;
+    else if (!strcmp(name, "--paper"))
+        o->paper = true;
+    else if (!strcmp(name, "--stamp"))
+        o->stamp = true;
+    else
+        return 1;
+    return 0;
+}
+
+int options_parse(int argc, char **argv, int first, enum options_mode mode, struct options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->top = 50;
+    o->stack = STACK_HF;
+    for (int i = first; i < argc; i++) {
+        char name[64];
+        const char *arg = argv[i], *eq = strchr(arg, '='), *val = NULL;
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            options_usage(mode);
+            return -1;
+        }
+        if (strncmp(arg, "--", 2) != 0)
+            return usage_error("unexpected argument '%s'%s", arg, "");
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (len >= sizeof name)
+            return usage_error("unknown option '%s'%s", arg, "");
+        memcpy(name, arg, len);
+        name[len] = '\0';
+        if (!eq && apply_flag(o, name) == 0)
+            continue;
+        val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!val)
+            return usage_error("option %s needs a value%s", name, "");
+        int rc = apply_value(o, name, val);
+        if (rc == 1)
+            return usage_error("unknown option '%s'%s", name, "");
+        if (rc)
+            return rc;
+    }
+    if ((o->shard_n > 0) + (mode == OPTIONS_EXPLAIN) > 1)
+        return usage_error("explain takes no --shard%s%s", "", "");
+    return 0;
+}
+
+void options_default_axes(struct options *o)
+{
+    static const char *const batch = "1,2,4,8,16,32,64,128,256,512,1024";
+    if (!o->nmethods)
+        for (int m = 0; m < METHOD_COUNT; m++)
+            o->methods[o->nmethods++] = m;
+    if (!o->gpus.n)
+        options_parse_int_list("1,2,4,8", 1, 4096, &o->gpus);
+    if (!o->batch.n)
+        options_parse_int_list(batch, 1, 65536, &o->batch);
+    if (!o->seq.n)
+        options_parse_int_list("512,1024,2048,4096", 2, 1 << 20, &o->seq);
+    if (!o->lora_r.n)
+        options_parse_int_list("16", 1, 65536, &o->lora_r);
+    if (!o->nprecisions)
+        for (int p = 0; p < PREC_COUNT; p++)
+            o->precisions[o->nprecisions++] = p;
+    if (!o->nfinetunes)
+        for (int f = 0; f < FT_COUNT; f++)
+            o->finetunes[o->nfinetunes++] = f;
+    if (!o->nquants) {
+        o->quants[o->nquants++] = QUANT_NONE;
+        o->quants[o->nquants++] = QUANT_NF4;
+    }
+    if (!o->noptimizers)
+        for (int p = 0; p < OPT_COUNT; p++)
+            o->optimizers[o->noptimizers++] = p;
+    if (!o->nckpts) {
+        o->ckpts[o->nckpts++] = true;
+        o->ckpts[o->nckpts++] = false;
+    }
+    if (!o->ntargets)
+        o->targets[o->ntargets++] = TARGETS_ALL;
+    if (o->paper) { /* the paper's regime: fp16 mixed, full, checkpointing, Adam */
+        o->nprecisions = o->nfinetunes = o->nckpts = o->noptimizers = 1;
+        o->precisions[0] = PREC_FP16;
+        o->finetunes[0] = FT_FULL;
+        o->ckpts[0] = true;
+        o->optimizers[0] = OPT_ADAMW;
+        o->stack = STACK_COLOSSAL;
+    }
+}
+
+void options_usage(enum options_mode mode)
+{
+    if (mode == OPTIONS_EXPLAIN) {
+        fputs("usage: llmem-sweep explain --model NAME|PATH [options]\n"
+              "Every memory term, the peak phase and the step time of one configuration.\n"
+              "  --method M         single|cdp|adp|tp|dp+tp (default single)\n"
+              "  --gpus N           GPU count (default 1; 2 for multi-GPU methods)\n"
+              "  --tp N             TP degree for dp+tp (default 2; tp = gpus for tp)\n"
+              "  --micro-batch N    per-GPU micro-batch (default 1)\n"
+              "  --seq N            sequence length (default 512)\n", stdout);
+    } else {
+        fputs("usage: llmem-sweep [options] [--out FILE]...\n"
+              "Sweeps fine-tuning configurations and ranks the fastest that fit the budget.\n"
+              "  --methods LIST     single,cdp,adp,tp,dp+tp (default all)\n"
+              "  --gpus LIST        GPU counts (default 1,2,4,8)\n"
+              "  --batch LIST       per-GPU micro-batches (default powers of 2 up to 1024)\n"
+              "  --seq LIST         sequence lengths (default 512,1024,2048,4096)\n"
+              "  --top N            rows in the ranked report (default 50; 0 = all fitting)\n"
+              "  --all              also keep non-fitting points (implies --no-prune)\n"
+              "  --no-prune         evaluate every point (same fitting set, slower)\n"
+              "  --threads N        worker threads (default: all cores)\n"
+              "  --shard K/N        evaluate the K-th of N slices; combine with `merge`\n"
+              "  --rank speed|llmem rank by throughput (default) or LLMem's Algorithm 1\n"
+              "  --format F         table|csv|json|html (default from --out's extension)\n"
+              "  --out FILE         write the report (repeatable: one file per format)\n"
+              "  --quiet, --progress  progress line on stderr (default: only on a terminal)\n",
+              stdout);
+    }
+    fputs("  --model NAME|PATH  catalog HF id or config.json (file or folder); repeatable\n"
+          "  --budget SIZE      per-GPU memory: 80GiB, 81920MiB, 85.9GB, 16384MB\n"
+          "                     (MB = 10^6 bytes, MiB = 2^20; default: the GPU's memory)\n"
+          "  --gpu NAME         datasets/gpus.csv entry (default: local GPU, else H100-SXM-80GB)\n"
+          "  --base SIZE        m_base: CUDA context and workspaces (default: the GPU's)\n"
+          "  --precision LIST   fp32,fp16,bf16,bf16-pure\n"
+          "  --finetune LIST    full,lora,qlora\n"
+          "  --quant LIST       none,int8,nf4,nf4-dq (frozen base; qlora implies nf4)\n"
+          "  --lora-r LIST      LoRA ranks (default 16)\n"
+          "  --lora-targets L   attn,mlp,all or modules joined by '+' (q+k+v+o+gate+up+down+head)\n"
+          "  --grad-ckpt LIST   on,off\n"
+          "  --optimizer LIST   adamw,adamw8bit,sgd\n"
+          "  --stack NAME       hf (default), litgpt, torchtune, colossal\n"
+          "  --attention A      sdpa (default) or eager\n"
+          "  --paper            LLMem's equations exactly (fp16, full, checkpointing, Adam)\n"
+          "  --rules PATH       measured peak-type rules (a rules CSV or a folder of them)\n"
+          "  --data DIR         folder with models.csv and gpus.csv\n"
+          "Exit codes: 0 ok, 1 nothing fits, 2 usage, 3 bad input file, 4 I/O error.\n",
+          stdout);
+}
