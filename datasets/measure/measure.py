@@ -62,7 +62,7 @@ EST_QUANT_PER_BPARAM_S = 1.5
 # --- pure helpers (tested without torch) --------------------------------------------------
 
 def gpu_short_name(raw, total_bytes=None):
-    """torch.cuda.get_device_name() -> the datasets/gpus.csv style name where we know it."""
+    """torch.cuda.get_device_name() -> the datasets/gpus.csv name where we know it, else raw."""
     n = (raw or "").upper()
     if "H200" in n:
         return "H200-SXM-141GB"
@@ -76,8 +76,16 @@ def gpu_short_name(raw, total_bytes=None):
         big = "80GB" in n or (total_bytes or 0) > 60 * (1 << 30)
         form = "PCIe" if "PCIE" in n else "SXM"
         return f"A100-{form}-{'80GB' if big else '40GB'}"
-    if "L40S" in n:
-        return "L40S-48GB"
+    if "V100" in n:
+        big = "32GB" in n or (total_bytes or 0) > 20 * (1 << 30)
+        return f"V100-SXM2-{'32GB' if big else '16GB'}"
+    # Order matters where one name contains another (L40S vs L4).
+    for needle, name in (("L40S", "L40S-48GB"), ("A10G", "A10G-24GB"), ("L4", "L4-24GB"),
+                         ("T4", "T4-16GB"), ("RTX 2060", "RTX2060-6GB"),
+                         ("RTX 3090", "RTX3090-24GB"), ("RTX 4090", "RTX4090-24GB"),
+                         ("A6000", "A6000-48GB")):
+        if re.search(r"(?<![A-Z0-9])" + re.escape(needle) + r"(?![0-9])", n):
+            return name
     return raw or "unknown"
 
 

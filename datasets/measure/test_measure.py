@@ -370,7 +370,24 @@ class TestCsv(unittest.TestCase):
         self.assertEqual(measure.gpu_short_name("NVIDIA H200"), "H200-SXM-141GB")
         self.assertEqual(measure.gpu_short_name("NVIDIA A100-SXM4-40GB"), "A100-SXM-40GB")
         self.assertEqual(measure.gpu_short_name("NVIDIA A100-SXM4-80GB"), "A100-SXM-80GB")
-        self.assertEqual(measure.gpu_short_name("Tesla V100-SXM2-16GB"), "Tesla V100-SXM2-16GB")
+        self.assertEqual(measure.gpu_short_name("NVIDIA A100 80GB PCIe"), "A100-PCIe-80GB")
+        self.assertEqual(measure.gpu_short_name("Tesla V100-SXM2-32GB"), "V100-SXM2-32GB")
+        self.assertEqual(measure.gpu_short_name("NVIDIA L40S"), "L40S-48GB")
+        self.assertEqual(measure.gpu_short_name("NVIDIA L4"), "L4-24GB")
+        self.assertEqual(measure.gpu_short_name("NVIDIA A10G"), "A10G-24GB")
+        self.assertEqual(measure.gpu_short_name("Tesla T4"), "T4-16GB")
+        self.assertEqual(measure.gpu_short_name("NVIDIA GeForce RTX 4090"), "RTX4090-24GB")
+        self.assertEqual(measure.gpu_short_name("NVIDIA RTX A6000"), "A6000-48GB")
+        self.assertEqual(measure.gpu_short_name("NVIDIA B200"), "NVIDIA B200")
+        gpus_csv = HERE.parent / "gpus.csv"
+        if gpus_csv.exists():  # the names must be datasets/gpus.csv keys
+            with open(gpus_csv, newline="", encoding="utf-8") as f:
+                r = csv.DictReader(f)
+                known = {row["gpu"] for row in r} if "gpu" in (r.fieldnames or ()) else set()
+            for raw in ("NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA L4", "Tesla T4",
+                        "NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 3090", "NVIDIA A10G"):
+                if known:
+                    self.assertIn(measure.gpu_short_name(raw), known, raw)
 
     def test_framework_string(self):
         s = measure.framework_string({"torch": "2.11.0", "transformers": "5.17.0",
