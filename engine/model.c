@@ -40,7 +40,7 @@ static const struct family families[] = {
     {"gemma2",     RMS, MLP_GATED, POS_ROTARY,  4, 0,  1,   0,   0,   0,   0,    0,   0,   0,   0},
     {"phi",        LN,  MLP_PLAIN, POS_ROTARY,  1, 0,  0,   1,   1,   1,   1,    0,   0,   0,   0},
     {"phi3",       RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   1,   1,   0},
-    {"falcon",     LN,  MLP_PLAIN, POS_ROTARY,  1, 0,  0,   0,   0,   0,   0,    0,   1,   0,   0},
+    {"falcon",     LN,  MLP_PLAIN, POS_ROTARY,  1, 0,  1,   0,   0,   0,   0,    0,   1,   0,   0},
     {"stablelm",   LN,  MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0},
 };
 #undef LN

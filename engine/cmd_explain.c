@@ -1,0 +1,210 @@
+/* cmd_explain.c: `llmem-sweep explain`: one configuration, every memory term, the phase
+ * timeline, the peak phase, the step time and the budget verdict (text or JSON). */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "job.h"
+#include "units.h"
+
+/* One value per axis, with the explain defaults where the command line is silent. */
+static int single_config(const struct options *o, struct train_config *c)
+{
+    if (o->nmethods > 1 || o->gpus.n > 1 || o->batch.n > 1 || o->seq.n > 1 || o->tp.n > 1 ||
+        o->nprecisions > 1 || o->nfinetunes > 1 || o->nquants > 1 || o->noptimizers > 1 ||
+        o->nckpts > 1 || o->ntargets > 1 || o->lora_r.n > 1) {
+        fputs("llmem-sweep: explain takes one value per option (lists are for the sweep)\n", stderr);
+        return EXIT_USAGE;
+    }
+    memset(c, 0, sizeof *c);
+    c->method = o->nmethods ? (enum method)o->methods[0] : METHOD_SINGLE;
+    int multi = c->method != METHOD_SINGLE;
+    c->gpus = o->gpus.n ? o->gpus.v[0] : (c->method == METHOD_DPTP ? 4 : multi ? 2 : 1);
+    c->tp = c->method == METHOD_TP ? c->gpus
+          : c->method == METHOD_DPTP ? (o->tp.n ? o->tp.v[0] : 2) : 1;
+    c->dp = c->tp > 0 && c->gpus % c->tp == 0 ? c->gpus / c->tp : 0;
+    c->micro_batch = o->batch.n ? o->batch.v[0] : 1;
+    c->seq_len = o->seq.n ? o->seq.v[0] : 512;
+    c->precision = o->nprecisions ? (enum precision)o->precisions[0] : o->paper ? PREC_FP16 : PREC_BF16;
+    c->finetune = o->nfinetunes ? (enum finetune)o->finetunes[0] : FT_FULL;
+    c->quant = o->nquants ? (enum quant)o->quants[0] : c->finetune == FT_QLORA ? QUANT_NF4 : QUANT_NONE;
+    if (c->finetune != FT_FULL) {
+        c->lora_r = o->lora_r.n ? o->lora_r.v[0] : 16;
+        c->lora_targets = o->ntargets ? o->targets[0] : TARGETS_ALL;
+    }
+    c->grad_ckpt = o->nckpts ? o->ckpts[0] : true;
+    c->optimizer = o->noptimizers ? (enum optimizer)o->optimizers[0] : OPT_ADAMW;
+    c->stack = o->paper ? STACK_COLOSSAL : o->stack;
+    c->features = stack_features(c->stack) | (o->eager ? FEAT_EAGER_ATTN : 0);
+    if (o->paper && (c->precision != PREC_FP16 || c->finetune != FT_FULL || !c->grad_ckpt ||
+                     c->optimizer != OPT_ADAMW)) {
+        fputs("llmem-sweep: --paper covers fp16 mixed precision, full fine-tuning, "
+              "checkpointing and Adam only\n", stderr);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+static double mib(uint64_t b) { return (double)b / 1048576.0; }
+
+static void print_text(const struct job *j, const struct sweep_point *pt, const struct model_plan *p)
+{
+    const struct train_config *c = &pt->cfg;
+    const struct mem_estimate *e = &pt->mem;
+    const struct llmem_terms *t = &e->llmem;
+    char targets[96];
+    targets_format(c->lora_targets, targets, sizeof targets);
+    printf("model      %s (%s, %" PRId64 " parameters)\n", p->spec.name, p->spec.model_type, p->params);
+    printf("config     %s, %d GPU(s) (tp %d x dp %d), micro-batch %d, seq %d\n", method_name(c->method),
+           c->gpus, c->tp, c->dp, c->micro_batch, c->seq_len);
+    printf("           %s, %s", precision_name(c->precision), finetune_name(c->finetune));
+    if (c->finetune != FT_FULL)
+        printf(" r=%d on %s, base %s", c->lora_r, targets, quant_name(c->quant));
+    printf(", checkpointing %s, %s, stack %s%s\n", c->grad_ckpt ? "on" : "off",
+           optimizer_name(c->optimizer), stack_name(c->stack), j->opt.paper ? " (--paper)" : "");
+    printf("GPU        %s, budget %.2f GiB, m_base %.0f MiB\n\n", j->gpu.name, units_gib(j->sweep.budget),
+           mib(j->sweep.mem.base_bytes));
+    printf("LLMem terms (MiB)%s\n", j->opt.paper ? "" : " [corrected form; the prediction is the timeline below]");
+    printf("  m_base %10.1f   m_p  %10.1f   m_p16 %10.1f   m_p32 %10.1f\n", mib(t->m_base), mib(t->m_p),
+           mib(t->m_p16), mib(t->m_p32));
+    printf("  m_os   %10.1f   m_out %9.1f   m_lm  %10.1f   m_back %9.1f\n", mib(t->m_os), mib(t->m_out),
+           mib(t->m_lm), mib(t->m_back));
+    printf("  embed_p %" PRId64 ", other_p %" PRId64 ", chunk %" PRId64 " elements, LLMem peak %.1f MiB\n\n",
+           p->embed_p, p->other_p, t->chunk_elems, mib(t->peak));
+    printf("%-22s", "phase (GiB)");
+    for (int k = 0; k < TERM_COUNT; k++)
+        printf(" %12s", mem_term_name((enum mem_term)k));
+    printf(" %10s\n", "reserved");
+    for (int ph = 0; ph < PHASE_COUNT; ph++) {
+        if (e->phase_reserved[ph] == 0)
+            continue;
+        printf("%-22s", mem_phase_name((enum mem_phase)ph));
+        for (int k = 0; k < TERM_COUNT; k++)
+            printf(" %12.3f", units_gib(e->phase[ph][k]));
+        printf(" %10.3f%s\n", units_gib(e->phase_reserved[ph]), ph == (int)e->peak_phase ? "  <- peak" : "");
+    }
+    printf("\npeak       %.3f GiB device (%.3f reserved, %.3f allocated) at %s", units_gib(pt->peak),
+           units_gib(e->reserved), units_gib(e->allocated), mem_phase_name(e->peak_phase));
+    if (pt->rule >= 0)
+        printf(" [rule %s]", rules_label(j->sweep.rules, pt->rule));
+    printf("\nstep       %.4f s (compute %.4f, memory %.4f, communication %.4f), %.1f tokens/s\n",
+           pt->speed.step_time_s, pt->speed.compute_s, pt->speed.memory_s, pt->speed.comm_s,
+           pt->speed.tokens_per_s);
+    printf("verdict    %s: %.2f GiB headroom of %.2f GiB\n", pt->fits ? "fits" : "DOES NOT FIT",
+           units_gib(j->sweep.budget) - units_gib(pt->peak), units_gib(j->sweep.budget));
+}
+
+static json_t *terms_json(const struct llmem_terms *t)
+{
+    return json_pack("{sIsIsIsIsIsIsIsI}", "m_base", (json_int_t)t->m_base, "m_p", (json_int_t)t->m_p,
+                     "m_p16", (json_int_t)t->m_p16, "m_p32", (json_int_t)t->m_p32, "m_os",
+                     (json_int_t)t->m_os, "m_out", (json_int_t)t->m_out, "m_lm", (json_int_t)t->m_lm,
+                     "m_back", (json_int_t)t->m_back);
+}
+
+static json_t *phases_json(const struct mem_estimate *e)
+{
+    json_t *a = json_array();
+    for (int ph = 0; ph < PHASE_COUNT; ph++) {
+        if (e->phase_reserved[ph] == 0)
+            continue;
+        json_t *o = json_pack("{sssI}", "phase", mem_phase_name((enum mem_phase)ph), "reserved_bytes",
+                              (json_int_t)e->phase_reserved[ph]);
+        for (int k = 0; k < TERM_COUNT; k++)
+            json_object_set_new(o, mem_term_name((enum mem_term)k), json_integer((json_int_t)e->phase[ph][k]));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static int print_json(const struct job *j, const struct sweep_point *pt, const struct model_plan *p)
+{
+    const struct train_config *c = &pt->cfg;
+    const struct mem_estimate *e = &pt->mem;
+    char targets[96];
+    targets_format(c->lora_targets, targets, sizeof targets);
+    json_t *inputs = json_pack(
+        "{sssIsIsIsIsIsIsisisisisisssssisssssssssbss}", "model", p->spec.name,
+        "embed_p", (json_int_t)p->embed_p, "other_p", (json_int_t)p->other_p, "chunk_elems",
+        (json_int_t)e->llmem.chunk_elems, "layers", (json_int_t)p->spec.layers, "hidden",
+        (json_int_t)p->spec.hidden, "vocab", (json_int_t)p->spec.vocab, "micro_batch", c->micro_batch,
+        "seq_len", c->seq_len, "gpus", c->gpus, "tp", c->tp, "dp", c->dp, "method", method_name(c->method),
+        "precision", precision_name(c->precision), "lora_r", c->lora_r, "lora_targets", targets,
+        "finetune", finetune_name(c->finetune), "quant", quant_name(c->quant), "optimizer",
+        optimizer_name(c->optimizer), "grad_ckpt", c->grad_ckpt, "stack", stack_name(c->stack));
+    json_t *speed = json_pack("{sfsfsfsfsfsf}", "step_time_s", pt->speed.step_time_s, "compute_s",
+                              pt->speed.compute_s, "memory_s", pt->speed.memory_s, "comm_s", pt->speed.comm_s,
+                              "samples_per_s", pt->speed.samples_per_s, "tokens_per_s", pt->speed.tokens_per_s);
+    json_t *root = json_pack(
+        "{sIsIsIsIsssosososssbsIsbss}", "peak_bytes", (json_int_t)pt->peak, "allocated_bytes",
+        (json_int_t)e->allocated, "reserved_bytes", (json_int_t)e->reserved, "device_bytes",
+        (json_int_t)e->device, "peak_phase", mem_phase_name(e->peak_phase), "terms", terms_json(&e->llmem),
+        "inputs", inputs, "phases", phases_json(e), "gpu", j->gpu.name, "paper", j->opt.paper,
+        "budget_bytes", (json_int_t)j->sweep.budget, "fits", pt->fits, "rule",
+        pt->rule >= 0 ? rules_label(j->sweep.rules, pt->rule) : "");
+    json_object_set_new(root, "speed", speed);
+    int rc = root ? json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
+    json_decref(root);
+    putchar('\n');
+    return rc;
+}
+
+int cmd_explain(int argc, char **argv)
+{
+    struct options o;
+    struct train_config c;
+    int rc = options_parse(argc, argv, 1, OPTIONS_EXPLAIN, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (o.nmodels != 1) {
+        fputs("llmem-sweep: explain needs exactly one --model\n", stderr);
+        return EXIT_USAGE;
+    }
+    if ((rc = single_config(&o, &c)))
+        return rc;
+    if (o.format != FORMAT_AUTO && o.format != FORMAT_TEXT && o.format != FORMAT_JSON) {
+        fputs("llmem-sweep: explain --format is text or json\n", stderr);
+        return EXIT_USAGE;
+    }
+    static struct job j;
+    if ((rc = job_init(&j, &o))) {
+        job_free(&j);
+        return rc;
+    }
+    struct model_plan *p = &j.sweep.models[0];
+    const char *bad = train_config_check(&c, p->spec.heads, p->spec.kv_heads);
+    if (bad) {
+        fprintf(stderr, "llmem-sweep: invalid configuration: %s\n", bad);
+        job_free(&j);
+        return EXIT_USAGE;
+    }
+    plan_chunk(p); /* chunk_elems is reported in every mode */
+    /* a one-point space holding exactly this configuration */
+    j.opt.nmethods = 0;
+    options_default_axes(&j.opt);
+    struct space_outer outer = {0, c};
+    j.sweep.space.outer = &outer;
+    j.sweep.space.nouter = 1;
+    j.sweep.space.nbatch = j.sweep.space.nseq = 1;
+    j.sweep.space.batch[0] = c.micro_batch;
+    j.sweep.space.seq[0] = c.seq_len;
+    struct sweep_point pt;
+    sweep_eval_point(&j.sweep, 0, &pt);
+    if (!pt.mem.llmem.chunk_elems) { /* the timeline model: add LLMem's decomposition */
+        struct llmem_terms t;
+        llmem_static(p, &c, j.sweep.mem.base_bytes, false, &t);
+        llmem_eval(p, &c, false, &t);
+        pt.mem.llmem = t;
+    }
+    if (o.format == FORMAT_JSON)
+        rc = print_json(&j, &pt, p) ? EXIT_IO : 0;
+    else
+        print_text(&j, &pt, p);
+    j.sweep.space.outer = NULL;
+    job_free(&j);
+    if (!rc && fflush(stdout) != 0)
+        rc = EXIT_IO;
+    return rc;
+}

@@ -1,0 +1,173 @@
+/* cmd_sweep.c: the main job (sweep, rank, write reports) and `merge` of shard CSVs. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "job.h"
+#include "report.h"
+#include "units.h"
+
+/* The format of each output: --format when given, else the file's extension; stdout gets
+ * the table unless --format says otherwise. */
+static int output_format(const struct options *o, const char *path, enum out_format *f)
+{
+    *f = o->format;
+    if (*f == FORMAT_AUTO || (o->nouts > 1 && path))
+        *f = path ? report_format_for(path) : FORMAT_TABLE;
+    if (*f == FORMAT_AUTO) {
+        fprintf(stderr, "llmem-sweep: cannot tell the format of '%s': use .csv, .json, .html "
+                        "or --format\n", path);
+        return EXIT_USAGE;
+    }
+    if (*f == FORMAT_TEXT)
+        *f = FORMAT_TABLE;
+    return 0;
+}
+
+static int check_outputs(const struct options *o)
+{
+    enum out_format f;
+    for (int i = 0; i < o->nouts; i++)
+        if (output_format(o, o->outs[i], &f))
+            return EXIT_USAGE;
+    return 0;
+}
+
+static int write_outputs(const struct report *r, const struct options *o)
+{
+    enum out_format f;
+    if (o->nouts == 0) {
+        output_format(o, NULL, &f);
+        return report_write(r, f, NULL);
+    }
+    for (int i = 0; i < o->nouts; i++) {
+        output_format(o, o->outs[i], &f);
+        int rc = report_write(r, f, o->outs[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Exit 1's message: the closest miss and the term that binds it. */
+static void explain_miss(const struct sweep *s, const struct sweep_result *res)
+{
+    fprintf(stderr, "llmem-sweep: no configuration fits %.2f GiB", units_gib(s->budget));
+    if (!res->has_closest) {
+        fputs(" (the space is empty)\n", stderr);
+        return;
+    }
+    struct sweep_point pt;
+    sweep_eval_point(s, res->closest.index, &pt);
+    const uint64_t *terms = pt.mem.phase[pt.mem.peak_phase];
+    int big = TERM_PARAMS;
+    for (int t = TERM_PARAMS; t < TERM_COUNT; t++)
+        if (terms[t] > terms[big])
+            big = t;
+    const struct train_config *c = &pt.cfg;
+    fprintf(stderr, "; closest: %s %s on %d GPU(s), micro-batch %d, seq %d, %s %s needs %.2f GiB "
+                    "at %s, bound by %s (%.2f GiB)\n",
+            s->models[pt.model].spec.name, method_name(c->method), c->gpus, c->micro_batch,
+            c->seq_len, precision_name(c->precision), finetune_name(c->finetune),
+            units_gib(pt.peak), mem_phase_name(pt.mem.peak_phase), mem_term_name((enum mem_term)big),
+            units_gib(terms[big]));
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    struct options o;
+    int rc = options_parse(argc, argv, 1, OPTIONS_SWEEP, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if ((rc = check_outputs(&o)))
+        return rc;
+    static struct job j; /* large; one per process */
+    if ((rc = job_init(&j, &o)) || (rc = job_build_space(&j))) {
+        job_free(&j);
+        return rc;
+    }
+    struct sweep_result res;
+    struct report rep = {0};
+    if (sweep_run(&j.sweep, &res) != 0 || report_from_sweep(&rep, &j.sweep, &res, j.gpu_note) != 0) {
+        fprintf(stderr, "llmem-sweep: out of memory\n");
+        rc = EXIT_IO;
+    }
+    if (!rc && !o.quiet)
+        fprintf(stderr, "llmem-sweep: %" PRIu64 " points, %" PRIu64 " evaluated, %" PRIu64
+                        " pruned, %" PRIu64 " fit %.2f GiB on %s\n",
+                res.space, res.evaluated, res.pruned, res.fitting, units_gib(j.sweep.budget), j.gpu.name);
+    if (!rc)
+        rc = write_outputs(&rep, &j.opt);
+    if (!rc && res.fitting == 0) {
+        explain_miss(&j.sweep, &res);
+        rc = EXIT_NOTHING_FITS;
+    }
+    report_free(&rep);
+    sweep_result_free(&res);
+    job_free(&j);
+    return rc;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+    struct options o = {0};
+    struct report rep = {0};
+    const char *shards[1024];
+    int nshards = 0, rc = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            puts("usage: llmem-sweep merge SHARD.csv... [--out FILE]... [--format F] [--top N]\n"
+                 "Combines the ranked CSVs of `--shard K/N` runs into one report; with the\n"
+                 "same --top as the shards, the CSV is byte-identical to a single run's.");
+            return 0;
+        } else if (!strcmp(argv[i], "--out") && i + 1 < argc && o.nouts < OPT_OUTS_MAX) {
+            o.outs[o.nouts++] = argv[++i];
+        } else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
+            const char *f = argv[++i];
+            o.format = !strcmp(f, "csv") ? FORMAT_CSV : !strcmp(f, "json") ? FORMAT_JSON
+                     : !strcmp(f, "html") ? FORMAT_HTML : !strcmp(f, "table") ? FORMAT_TABLE : FORMAT_AUTO;
+            if (o.format == FORMAT_AUTO) {
+                fprintf(stderr, "llmem-sweep: merge: unknown format '%s'\n", f);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
+            char *end;
+            o.top = strtol(argv[++i], &end, 10);
+            if (*end || o.top < 0) {
+                fprintf(stderr, "llmem-sweep: merge: invalid --top '%s'\n", argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "llmem-sweep: merge: unknown option '%s'\n", argv[i]);
+            return EXIT_USAGE;
+        } else if (nshards < 1024) {
+            shards[nshards++] = argv[i];
+        }
+    }
+    if (!nshards) {
+        fputs("llmem-sweep: merge: no shard CSV given (see --help)\n", stderr);
+        return EXIT_USAGE;
+    }
+    if ((rc = check_outputs(&o)))
+        return rc;
+    rep.meta.version = LLMEM_VERSION;
+    for (int i = 0; i < nshards; i++) {
+        struct input_error e;
+        if (report_read_csv(&rep, shards[i], &e) != 0) {
+            input_error_print(&e);
+            report_free(&rep);
+            return e.code;
+        }
+    }
+    report_rank(&rep);
+    if (o.top > 0 && rep.nrows > (size_t)o.top)
+        rep.nrows = (size_t)o.top;
+    if (rep.nrows) { /* the shards agree on GPU and budget; take them from the rows */
+        rep.meta.budget_gib = rep.rows[0].budget_gib;
+    }
+    rc = write_outputs(&rep, &o);
+    report_free(&rep);
+    return rc;
+}

@@ -1,0 +1,192 @@
+/* csv_out.c: the ranked CSV (DESIGN.md section 5), written with libcsv, and read back for
+ * `merge`. Numbers are printed in the C locale with fixed precision; strings go through
+ * csv_fwrite, which quotes them. */
+#include "report.h"
+
+#include <csv.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "csv_table.h"
+
+const char *const report_csv_columns[] = {
+    "rank", "model", "method", "gpus", "tp", "dp", "micro_batch", "global_batch", "seq_len",
+    "precision", "finetune", "lora_r", "lora_targets", "quant", "grad_ckpt", "optimizer",
+    "peak_gib", "budget_gib", "headroom_gib", "peak_phase", "base_gib", "params_gib",
+    "grads_gib", "optimizer_gib", "activations_gib", "logits_gib", "comm_buffers_gib", "rule",
+    "step_time_s", "samples_per_s", "tokens_per_s", "fits",
+    /* appended: exact tie-breaks and the other two peak metrics */
+    "index", "score", "peak_bytes", "allocated_gib", "reserved_gib", NULL,
+};
+
+static int field(FILE *f, const char *s, bool last)
+{
+    if (csv_fwrite(f, s, strlen(s)) != 0)
+        return -1;
+    return fputc(last ? '\n' : ',', f) == EOF ? -1 : 0;
+}
+
+static int write_row(FILE *f, const struct report_row *r)
+{
+    char targets[96];
+    const struct train_config *c = &r->cfg;
+    targets_format(c->lora_targets, targets, sizeof targets);
+    int rc = fprintf(f, "%ld,", r->rank) < 0;
+    rc |= field(f, r->model, false);
+    rc |= field(f, method_name(c->method), false);
+    rc |= fprintf(f, "%d,%d,%d,%d,%" PRId64 ",%d,", c->gpus, c->tp, c->dp, c->micro_batch,
+                  r->global_batch, c->seq_len) < 0;
+    rc |= fprintf(f, "%s,%s,%d,", precision_name(c->precision), finetune_name(c->finetune),
+                  c->lora_r) < 0;
+    rc |= field(f, targets, false);
+    rc |= fprintf(f, "%s,%s,%s,%.3f,%.3f,%.3f,", quant_name(c->quant), c->grad_ckpt ? "on" : "off",
+                  optimizer_name(c->optimizer), r->peak_gib, r->budget_gib, r->headroom_gib) < 0;
+    rc |= field(f, r->peak_phase, false);
+    for (int t = 0; t < TERM_COUNT; t++)
+        rc |= fprintf(f, "%.3f,", r->term_gib[t]) < 0;
+    rc |= field(f, r->rule, false);
+    rc |= fprintf(f, "%.6f,%.3f,%.1f,%d,%" PRIu64 ",%.17g,%" PRIu64 ",%.3f,%.3f\n", r->step_time_s,
+                  r->samples_per_s, r->tokens_per_s, r->fits ? 1 : 0, r->index, r->score,
+                  r->peak_bytes, r->allocated_gib, r->reserved_gib) < 0;
+    return rc ? -1 : 0;
+}
+
+int report_write_csv(const struct report *r, FILE *f)
+{
+    for (size_t i = 0; report_csv_columns[i]; i++)
+        if (fprintf(f, "%s%c", report_csv_columns[i], report_csv_columns[i + 1] ? ',' : '\n') < 0)
+            return -1;
+    for (size_t i = 0; i < r->nrows; i++)
+        if (write_row(f, &r->rows[i]) != 0)
+            return -1;
+    return ferror(f) ? -1 : 0;
+}
+
+/* --- reading shards back ----------------------------------------------------------- */
+
+struct cursor {
+    const struct csv_table *t;
+    size_t row;
+    int col;
+    struct input_error *e;
+    int failed;
+};
+
+static const char *text(struct cursor *c)
+{
+    return c->t->cells[c->row][c->col++];
+}
+
+static int64_t integer(struct cursor *c, int64_t lo, int64_t hi)
+{
+    int64_t v = 0;
+    if (!c->failed && csv_get_i64(c->t, c->row, c->col, lo, hi, &v, c->e))
+        c->failed = 1;
+    c->col++;
+    return v;
+}
+
+static double number(struct cursor *c)
+{
+    double v = 0;
+    if (!c->failed && csv_get_f64(c->t, c->row, c->col, -1e300, 1e300, &v, c->e))
+        c->failed = 1;
+    c->col++;
+    return v;
+}
+
+static int named(struct cursor *c, int (*parse)(const char *))
+{
+    const char *s = text(c);
+    int v = parse(s);
+    if (v < 0 && !c->failed) {
+        c->failed = 1;
+        csv_cell_error(c->t, c->row, c->col - 1, c->e, "unknown value '%s'", s);
+    }
+    return v < 0 ? 0 : v;
+}
+
+static int ckpt_name(const char *s)
+{
+    return !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -1;
+}
+
+static void copy_text(struct cursor *c, char *dst, size_t n)
+{
+    const char *s = text(c);
+    if (strlen(s) >= n && !c->failed) {
+        c->failed = 1;
+        csv_cell_error(c->t, c->row, c->col - 1, c->e, "too long");
+    }
+    snprintf(dst, n, "%s", s);
+}
+
+static int read_row(struct cursor *c, struct report_row *r)
+{
+    struct train_config *k = &r->cfg;
+    memset(r, 0, sizeof *r);
+    r->rank = (long)integer(c, 1, INT64_MAX);
+    copy_text(c, r->model, sizeof r->model);
+    k->method = (enum method)named(c, method_parse);
+    k->gpus = (int32_t)integer(c, 1, 4096);
+    k->tp = (int32_t)integer(c, 1, 4096);
+    k->dp = (int32_t)integer(c, 1, 4096);
+    k->micro_batch = (int32_t)integer(c, 1, 65536);
+    r->global_batch = integer(c, 1, INT64_C(1) << 40);
+    k->seq_len = (int32_t)integer(c, 1, 1 << 20);
+    k->precision = (enum precision)named(c, precision_parse);
+    k->finetune = (enum finetune)named(c, finetune_parse);
+    k->lora_r = (int32_t)integer(c, 0, 65536);
+    const char *targets = text(c);
+    if (*targets && targets_parse(targets, &k->lora_targets) != 0 && !c->failed) {
+        c->failed = 1;
+        csv_cell_error(c->t, c->row, c->col - 1, c->e, "unknown targets '%s'", targets);
+    }
+    k->quant = (enum quant)named(c, quant_parse);
+    k->grad_ckpt = named(c, ckpt_name) == 1;
+    k->optimizer = (enum optimizer)named(c, optimizer_parse);
+    r->peak_gib = number(c);
+    r->budget_gib = number(c);
+    r->headroom_gib = number(c);
+    copy_text(c, r->peak_phase, sizeof r->peak_phase);
+    for (int t = 0; t < TERM_COUNT; t++)
+        r->term_gib[t] = number(c);
+    copy_text(c, r->rule, sizeof r->rule);
+    r->step_time_s = number(c);
+    r->samples_per_s = number(c);
+    r->tokens_per_s = number(c);
+    r->fits = integer(c, 0, 1) == 1;
+    r->index = (uint64_t)integer(c, 0, INT64_MAX);
+    r->score = number(c);
+    r->peak_bytes = (uint64_t)integer(c, 0, INT64_MAX);
+    r->allocated_gib = number(c);
+    r->reserved_gib = number(c);
+    return c->failed ? -1 : 0;
+}
+
+int report_read_csv(struct report *r, const char *path, struct input_error *e)
+{
+    struct csv_table t;
+    if (csv_table_read(path, &t, e) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; report_csv_columns[i] && !rc; i++)
+        if (i >= t.ncols || strcmp(t.header[i], report_csv_columns[i]) != 0)
+            rc = input_error_set(e, EXIT_BAD_INPUT, path, 1, report_csv_columns[i],
+                                 "not a llmem-sweep ranked CSV: expected column '%s'",
+                                 report_csv_columns[i]);
+    struct report_row *rows = rc ? NULL : realloc(r->rows, (r->nrows + t.nrows + 1) * sizeof *rows);
+    if (!rc && !rows)
+        rc = input_error_set(e, EXIT_IO, path, 0, NULL, "out of memory");
+    if (rows)
+        r->rows = rows;
+    for (size_t i = 0; !rc && i < t.nrows; i++) {
+        struct cursor c = {&t, i, 0, e, 0};
+        rc = read_row(&c, &r->rows[r->nrows]);
+        if (!rc)
+            r->nrows++;
+    }
+    csv_table_free(&t);
+    return rc;
+}

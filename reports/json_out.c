@@ -1,0 +1,92 @@
+/* json_out.c: the report as JSON (jansson): the inputs, the counts and the same rows and
+ * fields as the ranked CSV. Numbers are rounded to the CSV's precision so the two agree
+ * and the file diffs cleanly. */
+#include "report.h"
+
+#include <jansson.h>
+#include <math.h>
+
+static json_t *rounded(double v, double scale)
+{
+    return json_real(round(v * scale) / scale);
+}
+
+static json_t *row_json(const struct report_row *r)
+{
+    char targets[96];
+    const struct train_config *c = &r->cfg;
+    targets_format(c->lora_targets, targets, sizeof targets);
+    json_t *o = json_object();
+    json_object_set_new(o, "rank", json_integer(r->rank));
+    json_object_set_new(o, "model", json_string(r->model));
+    json_object_set_new(o, "method", json_string(method_name(c->method)));
+    json_object_set_new(o, "gpus", json_integer(c->gpus));
+    json_object_set_new(o, "tp", json_integer(c->tp));
+    json_object_set_new(o, "dp", json_integer(c->dp));
+    json_object_set_new(o, "micro_batch", json_integer(c->micro_batch));
+    json_object_set_new(o, "global_batch", json_integer(r->global_batch));
+    json_object_set_new(o, "seq_len", json_integer(c->seq_len));
+    json_object_set_new(o, "precision", json_string(precision_name(c->precision)));
+    json_object_set_new(o, "finetune", json_string(finetune_name(c->finetune)));
+    json_object_set_new(o, "lora_r", json_integer(c->lora_r));
+    json_object_set_new(o, "lora_targets", json_string(targets));
+    json_object_set_new(o, "quant", json_string(quant_name(c->quant)));
+    json_object_set_new(o, "grad_ckpt", json_string(c->grad_ckpt ? "on" : "off"));
+    json_object_set_new(o, "optimizer", json_string(optimizer_name(c->optimizer)));
+    json_object_set_new(o, "peak_gib", rounded(r->peak_gib, 1e3));
+    json_object_set_new(o, "budget_gib", rounded(r->budget_gib, 1e3));
+    json_object_set_new(o, "headroom_gib", rounded(r->headroom_gib, 1e3));
+    json_object_set_new(o, "peak_phase", json_string(r->peak_phase));
+    static const char *const terms[TERM_COUNT] = {
+        "base_gib", "params_gib", "grads_gib", "optimizer_gib", "activations_gib", "logits_gib",
+        "comm_buffers_gib",
+    };
+    for (int t = 0; t < TERM_COUNT; t++)
+        json_object_set_new(o, terms[t], rounded(r->term_gib[t], 1e3));
+    json_object_set_new(o, "rule", json_string(r->rule));
+    json_object_set_new(o, "step_time_s", rounded(r->step_time_s, 1e6));
+    json_object_set_new(o, "samples_per_s", rounded(r->samples_per_s, 1e3));
+    json_object_set_new(o, "tokens_per_s", rounded(r->tokens_per_s, 1e1));
+    json_object_set_new(o, "fits", json_integer(r->fits ? 1 : 0));
+    json_object_set_new(o, "index", json_integer((json_int_t)r->index));
+    json_object_set_new(o, "score", json_real(r->score));
+    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
+    json_object_set_new(o, "allocated_gib", rounded(r->allocated_gib, 1e3));
+    json_object_set_new(o, "reserved_gib", rounded(r->reserved_gib, 1e3));
+    return o;
+}
+
+static json_t *meta_json(const struct report_meta *m)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "version", json_string(m->version ? m->version : ""));
+    json_object_set_new(o, "gpu", json_string(m->gpu));
+    json_object_set_new(o, "budget_gib", rounded(m->budget_gib, 1e3));
+    json_object_set_new(o, "stack", json_string(m->stack));
+    json_object_set_new(o, "rank", json_string(m->rank_mode));
+    json_object_set_new(o, "paper", json_boolean(m->paper));
+    json_object_set_new(o, "rules", m->rules ? json_string(m->rules) : json_null());
+    if (m->has_counts) {
+        json_t *c = json_object();
+        json_object_set_new(c, "space", json_integer((json_int_t)m->space));
+        json_object_set_new(c, "evaluated", json_integer((json_int_t)m->evaluated));
+        json_object_set_new(c, "pruned", json_integer((json_int_t)m->pruned));
+        json_object_set_new(c, "fitting", json_integer((json_int_t)m->fitting));
+        json_object_set_new(o, "counts", c);
+    }
+    return o;
+}
+
+int report_write_json(const struct report *r, FILE *f)
+{
+    json_t *root = json_object(), *rows = json_array();
+    json_object_set_new(root, "inputs", meta_json(&r->meta));
+    for (size_t i = 0; i < r->nrows; i++)
+        json_array_append_new(rows, row_json(&r->rows[i]));
+    json_object_set_new(root, "rows", rows);
+    int rc = json_dumpf(root, f, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+    json_decref(root);
+    if (rc == 0 && fputc('\n', f) == EOF)
+        rc = -1;
+    return rc;
+}
