@@ -1,4 +1,223 @@
-/* placeholder, replaced by the validate command */
+/* cmd_validate.c: `llmem-sweep validate`: predict measured rows, print per-row errors and
+ * a summary per source (median, mean, max absolute % error, signed bias). */
+#include <csv.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "commands.h"
-int cmd_validate(int argc, char **argv) { (void)argc; (void)argv; fputs("llmem-sweep: validate: not yet available\n", stderr); return 2; }
+#include "report.h"
+#include "validate.h"
+
+struct vargs {
+    const char *measured[64];
+    int nmeasured;
+    const char *out, *rules, *data;
+    bool paper, summary_only;
+    double fail_above; /* median |error| bound in %, < 0 = none */
+};
+
+static int parse_args(int argc, char **argv, struct vargs *a)
+{
+    memset(a, 0, sizeof *a);
+    a->fail_above = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            puts("usage: llmem-sweep validate --measured FILE.csv... [--out FILE.csv] [--rules PATH]\n"
+                 "                            [--summary] [--fail-above PCT] [--paper] [--data DIR]\n"
+                 "Predicts each measured row for its metric (allocated, reserved, device,\n"
+                 "reserved-delta) and prints predicted / measured / error per row and a summary\n"
+                 "per source. --fail-above exits 1 when the median absolute error exceeds PCT.");
+            return -1;
+        }
+        if (!strcmp(argv[i], "--paper") || !strcmp(argv[i], "--summary")) {
+            *(argv[i][2] == 'p' ? &a->paper : &a->summary_only) = true;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "llmem-sweep: validate: %s needs a value\n", argv[i]);
+            return EXIT_USAGE;
+        }
+        i++;
+        if (!strcmp(argv[i - 1], "--measured") && a->nmeasured < 64)
+            a->measured[a->nmeasured++] = v;
+        else if (!strcmp(argv[i - 1], "--out"))
+            a->out = v;
+        else if (!strcmp(argv[i - 1], "--rules"))
+            a->rules = v;
+        else if (!strcmp(argv[i - 1], "--data"))
+            a->data = v;
+        else if (!strcmp(argv[i - 1], "--fail-above")) {
+            char *end;
+            a->fail_above = strtod(v, &end);
+            if (*end || a->fail_above < 0) {
+                fprintf(stderr, "llmem-sweep: validate: invalid --fail-above '%s'\n", v);
+                return EXIT_USAGE;
+            }
+        } else {
+            fprintf(stderr, "llmem-sweep: validate: unknown option '%s'\n", argv[i - 1]);
+            return EXIT_USAGE;
+        }
+    }
+    if (!a->nmeasured) {
+        fputs("llmem-sweep: validate: no --measured file given (see --help)\n", stderr);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+struct stats {
+    int n, skipped;
+    double median, mean, max, bias;
+};
+
+static struct stats summarize(const struct validate_row *rows, size_t n, const char *source)
+{
+    struct stats s = {0};
+    double *abs_err = malloc((n ? n : 1) * sizeof *abs_err);
+    for (size_t i = 0; abs_err && i < n; i++) {
+        if (source && strcmp(rows[i].source, source) != 0)
+            continue;
+        if (strcmp(rows[i].status, "ok") != 0) {
+            s.skipped++;
+            continue;
+        }
+        abs_err[s.n++] = fabs(rows[i].error_pct);
+        s.mean += fabs(rows[i].error_pct);
+        s.bias += rows[i].error_pct;
+        s.max = fmax(s.max, fabs(rows[i].error_pct));
+    }
+    if (s.n) {
+        qsort(abs_err, (size_t)s.n, sizeof *abs_err, cmp_double);
+        s.median = s.n % 2 ? abs_err[s.n / 2] : 0.5 * (abs_err[s.n / 2 - 1] + abs_err[s.n / 2]);
+        s.mean /= s.n;
+        s.bias /= s.n;
+    }
+    free(abs_err);
+    return s;
+}
+
+static void print_rows(const struct validate_row *rows, size_t n)
+{
+    printf("%-10s %-44s %-14s %9s %9s %8s  %s\n", "id", "model", "metric", "measured", "predicted",
+           "error %", "status / peak phase");
+    for (size_t i = 0; i < n; i++) {
+        const struct validate_row *r = &rows[i];
+        if (!strcmp(r->status, "ok"))
+            printf("%-10s %-44.44s %-14s %9.2f %9.2f %+8.1f  %s\n", r->id[0] ? r->id : "-", r->model,
+                   r->metric, r->measured_gib, r->predicted_gib, r->error_pct, r->phase);
+        else
+            printf("%-10s %-44.44s %-14s %9.2f %9s %8s  %s\n", r->id[0] ? r->id : "-", r->model,
+                   r->metric, r->measured_gib, "-", "-", r->status);
+    }
+}
+
+static void print_summary(const struct validate_row *rows, size_t n)
+{
+    printf("\n%-24s %5s %7s %9s %9s %9s %9s\n", "source", "rows", "skipped", "median|%|", "mean|%|",
+           "max|%|", "bias %");
+    for (size_t i = 0; i < n; i++) {
+        bool first = true;
+        for (size_t k = 0; k < i; k++)
+            first &= strcmp(rows[k].source, rows[i].source) != 0;
+        if (!first)
+            continue;
+        struct stats s = summarize(rows, n, rows[i].source);
+        printf("%-24.24s %5d %7d %9.1f %9.1f %9.1f %+9.1f\n", rows[i].source, s.n, s.skipped, s.median,
+               s.mean, s.max, s.bias);
+    }
+    struct stats all = summarize(rows, n, NULL);
+    printf("%-24s %5d %7d %9.1f %9.1f %9.1f %+9.1f\n", "all", all.n, all.skipped, all.median,
+           all.mean, all.max, all.bias);
+}
+
+static int write_csv(const char *path, const struct validate_row *rows, size_t n)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "llmem-sweep: %s: cannot create\n", tmp);
+        return EXIT_IO;
+    }
+    fputs("file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status\n", f);
+    for (size_t i = 0; i < n; i++) {
+        const struct validate_row *r = &rows[i];
+        bool ok = !strcmp(r->status, "ok");
+        csv_fwrite(f, r->file, strlen(r->file));
+        fprintf(f, ",%ld,", r->line);
+        csv_fwrite(f, r->source, strlen(r->source));
+        fputc(',', f);
+        csv_fwrite(f, r->model, strlen(r->model));
+        fprintf(f, ",%s,%.3f,", r->metric, r->measured_gib);
+        if (ok)
+            fprintf(f, "%.3f,%.2f,", r->predicted_gib, r->error_pct);
+        else
+            fputs(",,", f);
+        csv_fwrite(f, r->status, strlen(r->status));
+        fputc('\n', f);
+    }
+    if (ferror(f) | (fclose(f) != 0) || rename(tmp, path) != 0) {
+        fprintf(stderr, "llmem-sweep: %s: write failed\n", path);
+        remove(tmp);
+        return EXIT_IO;
+    }
+    return 0;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+    struct vargs a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    struct catalog cat;
+    struct input_error e;
+    struct validate_opts vo = {.cat = &cat, .paper = a.paper};
+    if (catalog_load(a.data ? a.data : catalog_default_dir(), &cat, &e) != 0 ||
+        (a.rules && rules_load(a.rules, &vo.rules, &e) != 0)) {
+        input_error_print(&e);
+        catalog_free(&cat);
+        return e.code;
+    }
+    struct validate_row *rows = calloc(VALIDATE_ROW_MAX, sizeof *rows);
+    size_t n = 0;
+    for (int i = 0; rows && i < a.nmeasured && !rc; i++) {
+        long got = validate_file(a.measured[i], &vo, rows + n, VALIDATE_ROW_MAX - n, &e);
+        if (got < 0) {
+            input_error_print(&e);
+            rc = e.code;
+        } else {
+            n += (size_t)got;
+        }
+    }
+    if (!rows)
+        rc = EXIT_IO;
+    if (!rc) {
+        if (!a.summary_only)
+            print_rows(rows, n);
+        print_summary(rows, n);
+        if (a.out)
+            rc = write_csv(a.out, rows, n);
+    }
+    if (!rc && a.fail_above >= 0) {
+        struct stats s = summarize(rows, n, NULL);
+        if (s.median > a.fail_above) {
+            fprintf(stderr, "llmem-sweep: validate: median absolute error %.1f %% is above %.1f %%\n",
+                    s.median, a.fail_above);
+            rc = 1;
+        }
+    }
+    free(rows);
+    rules_free(vo.rules);
+    catalog_free(&cat);
+    return rc;
+}

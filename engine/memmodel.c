@@ -45,6 +45,7 @@ struct resident {
     uint64_t amp_all, amp_one;/* autocast 16-bit weight copies: all blocks, one block */
     uint64_t dequant;         /* one dequantized frozen weight (bitsandbytes) */
     uint64_t gather_fwd, gather_bwd, bucket;
+    uint64_t paged;           /* optimizer states bitsandbytes keeps in managed memory */
 };
 
 static bool mixed(const struct train_config *c)
@@ -129,6 +130,12 @@ static void resident_terms(const struct model_plan *p, const struct train_config
     r->o = (uint64_t)(r->trained * (double)sb / dpdiv);
     /* torch AdamW (foreach) builds one sqrt(exp_avg_sq) temporary per parameter group */
     r->tmp = c->optimizer == OPT_ADAMW ? (uint64_t)(r->trained * (double)wt / dpdiv) : 0;
+    if (c->features & FEAT_PAGED_OPT) {
+        /* paged optimizers allocate their states with cudaMallocManaged: the caching
+         * allocator never sees them, nvidia-smi does while they are resident */
+        r->paged = r->o;
+        r->o = 0;
+    }
     if (c->features & FEAT_OPT_IN_BWD) {
         /* optimizer-in-backward steps and frees each gradient as soon as it is ready */
         double largest = c->finetune == FT_FULL ? big : r->trained / (double)p->spec.layers;
@@ -177,6 +184,7 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
 {
     struct resident r;
     resident_terms(p, c, &r);
+    mp->paged = r.paged;
     const uint64_t amp_fwd = c->grad_ckpt ? r.amp_one : r.amp_all;
     const uint64_t head_grad = c->finetune == FT_FULL
         ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * trained_bytes(c) : 0;
@@ -353,7 +361,7 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
             e->peak_phase = (enum mem_phase)ph;
         }
     }
-    e->device = e->reserved + base;
+    e->device = e->reserved + base + mp->paged;
 }
 
 void memmodel_predict(const struct model_plan *p, const struct train_config *c,

@@ -65,6 +65,7 @@ struct mem_prepared {
     uint64_t logits_tokens;  /* chunked CE: tokens per chunk alive at once (0 = all) */
     uint64_t comm_tok;       /* TP gather buffer per token */
     uint64_t nccl;           /* device-level NCCL buffers */
+    uint64_t paged;          /* optimizer states in managed memory (outside the allocator) */
     int32_t layers, tp;      /* layers, TP degree that divides the inner activations */
     int64_t vocab, heads;
     bool ckpt, use_llmem;

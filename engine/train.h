@@ -27,6 +27,7 @@ enum feature {
     FEAT_ADAPTER_FP32 = 1u << 4, /* PEFT autocast_adapter_dtype: LoRA weights in fp32 */
     FEAT_FSDP = 1u << 5,         /* ADP gathers one unit at a time (FSDP) instead of all */
     FEAT_EVAL_LOGITS = 1u << 6,  /* an evaluation pass materialises full logits */
+    FEAT_PAGED_OPT = 1u << 7,    /* bitsandbytes paged optimizer: states in managed memory */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */

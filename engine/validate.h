@@ -1,0 +1,42 @@
+/* validate.h: predictions for measured rows (DESIGN.md section 5, measured CSV).
+ *
+ * Each row becomes a configuration of the memory model, predicted for the row's metric
+ * (allocated, reserved, device, or reserved-delta: reserved minus what was resident
+ * before training). Rows the model cannot represent get a reason instead. */
+#ifndef LLMEM_VALIDATE_H
+#define LLMEM_VALIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "catalog.h"
+#include "csv_table.h"
+#include "rules.h"
+
+struct validate_row {
+    const char *file;
+    long line;
+    char source[256];  /* the row's source, or its id prefix (LGCH, ...) when it has an id */
+    char id[64];
+    char model[MODEL_NAME_MAX];
+    char metric[16];
+    double measured_gib, predicted_gib, error_pct;
+    char status[160];  /* "ok" or "skipped: <reason>" */
+    char phase[32];
+    char grade[8];
+};
+
+#define VALIDATE_ROW_MAX 4096
+
+struct validate_opts {
+    const struct catalog *cat;
+    struct rule_book *rules; /* NULL without --rules */
+    bool paper;
+};
+
+/* Predicts every row of a measured CSV, appending to rows (up to max). Returns the number
+ * of rows appended, or -1 with e filled when the file is malformed. */
+long validate_file(const char *path, const struct validate_opts *vo, struct validate_row *rows,
+                   size_t max, struct input_error *e);
+
+#endif
