@@ -189,7 +189,6 @@ struct hf_class {
     bool ffn_4x;             /* intermediate absent or null means 4 * hidden */
     int64_t max_pos_default; /* the class default when the key is absent; -1: required */
     int64_t head_dim_default; /* when head_dim is absent or null; 0: hidden / heads */
-    int tie_default;         /* tie_word_embeddings when absent; -1: the family default */
     int (*extra)(struct reader *r);
 };
 
@@ -206,90 +205,84 @@ static const struct hf_class classes[] = {
     /* OPTConfig: learned positions, so max_position_embeddings is required. */
     {.type = "opt", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
      .intermediate = K1("ffn_dim"), .max_pos = KSTD_POS, .max_pos_default = -1,
-     .tie_default = -1, .extra = opt_extra},
+     .extra = opt_extra},
     /* BloomConfig: n_layer/n_head with attribute_map aliases; "n_embed" kwarg overrides
      * hidden_size; BloomMLP is always 4*hidden; ALiBi, so no position table (seq_length,
      * when given, is the training length). */
     {.type = "bloom", .hidden = K2("hidden_size", "n_embed"),
      .layers = K2("n_layer", "num_hidden_layers"), .heads = K2("n_head", "num_attention_heads"),
-     .ffn_4x = true, .max_pos = K1("seq_length"), .max_pos_default = 0, .tie_default = -1},
+     .ffn_4x = true, .max_pos = K1("seq_length"), .max_pos_default = 0},
     /* CodeGenConfig: n_inner None -> 4*n_embd (CodeGenBlock); n_positions default 2048. */
     {.type = "codegen", .hidden = K2("n_embd", "hidden_size"),
      .layers = K2("n_layer", "num_hidden_layers"), .heads = K2("n_head", "num_attention_heads"),
      .intermediate = K1("n_inner"), .ffn_4x = true,
-     .max_pos = K2("n_positions", "max_position_embeddings"), .max_pos_default = 2048,
-     .tie_default = -1},
+     .max_pos = K2("n_positions", "max_position_embeddings"), .max_pos_default = 2048},
     /* BioGptConfig */
     {.type = "biogpt", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
-     .intermediate = KSTD_FFN, .max_pos = KSTD_POS, .max_pos_default = -1, .tie_default = -1},
+     .intermediate = KSTD_FFN, .max_pos = KSTD_POS, .max_pos_default = -1},
     /* GPTBigCodeConfig: like GPT2Config, plus multi_query (default True). */
     {.type = "gpt_bigcode", .hidden = K2("n_embd", "hidden_size"),
      .layers = K2("n_layer", "num_hidden_layers"), .heads = K2("n_head", "num_attention_heads"),
      .intermediate = K1("n_inner"), .ffn_4x = true,
      .max_pos = K2("n_positions", "max_position_embeddings"), .max_pos_default = -1,
-     .tie_default = -1, .extra = bigcode_extra},
+     .extra = bigcode_extra},
     /* GPTNeoConfig: num_layers/num_heads; intermediate_size None -> 4*hidden (GPTNeoBlock). */
     {.type = "gpt_neo", .hidden = KSTD_HIDDEN, .layers = K2("num_layers", "num_hidden_layers"),
      .heads = K2("num_heads", "num_attention_heads"), .intermediate = KSTD_FFN, .ffn_4x = true,
-     .max_pos = KSTD_POS, .max_pos_default = -1, .tie_default = -1},
+     .max_pos = KSTD_POS, .max_pos_default = -1},
     /* GPT2Config: n_inner None -> 4*n_embd (GPT2Block). */
     {.type = "gpt2", .hidden = K2("n_embd", "hidden_size"),
      .layers = K2("n_layer", "num_hidden_layers"), .heads = K2("n_head", "num_attention_heads"),
      .intermediate = K1("n_inner"), .ffn_4x = true,
-     .max_pos = K2("n_positions", "max_position_embeddings"), .max_pos_default = -1,
-     .tie_default = -1},
+     .max_pos = K2("n_positions", "max_position_embeddings"), .max_pos_default = -1},
     /* GPTNeoXConfig: max_position_embeddings default 2048. */
     {.type = "gpt_neox", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
-     .intermediate = KSTD_FFN, .max_pos = KSTD_POS, .max_pos_default = 2048,
-     .tie_default = -1, .extra = neox_extra},
+     .intermediate = KSTD_FFN, .max_pos = KSTD_POS, .max_pos_default = 2048, .extra = neox_extra},
     /* LlamaConfig: num_key_value_heads None -> heads, head_dim None -> hidden/heads,
      * max_position_embeddings default 2048. */
     {.type = "llama", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
      .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
-     .head_dim = K1("head_dim"), .max_pos_default = 2048, .tie_default = -1,
-     .extra = llama_extra},
+     .head_dim = K1("head_dim"), .max_pos_default = 2048, .extra = llama_extra},
     /* MistralConfig: max_position_embeddings default 4096*32. Biases are hard-coded off in
      * modeling_mistral.py, so attention_bias is not read. */
     {.type = "mistral", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
      .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
-     .head_dim = K1("head_dim"), .max_pos_default = 131072, .tie_default = -1},
+     .head_dim = K1("head_dim"), .max_pos_default = 131072},
     /* Qwen2Config: default 32768. Qwen2Attention hard-codes q/k/v bias on and o_proj
      * bias off (family defaults); the file has no key for them. */
     {.type = "qwen2", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
      .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
-     .head_dim = K1("head_dim"), .max_pos_default = 32768, .tie_default = -1},
+     .head_dim = K1("head_dim"), .max_pos_default = 32768},
     /* GemmaConfig / Gemma2Config: head_dim default 256 (not hidden/heads: Gemma-7B has
      * 3072/16 = 192 but head_dim 256); max_position_embeddings default 8192. */
     {.type = "gemma", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
      .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
      .head_dim = K1("head_dim"), .max_pos_default = 8192, .head_dim_default = 256,
-     .tie_default = -1, .extra = gemma_extra},
+     .extra = gemma_extra},
     {.type = "gemma2", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
      .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
      .head_dim = K1("head_dim"), .max_pos_default = 8192, .head_dim_default = 256,
-     .tie_default = -1, .extra = gemma_extra},
+     .extra = gemma_extra},
     /* PhiConfig: default 2048. qk_layernorm=true adds two LayerNorm(head_dim) per layer,
      * which the tensor model leaves out (4*head_dim params a layer). */
     {.type = "phi", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
-     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
-     .max_pos_default = 2048, .tie_default = -1},
+     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS, .max_pos_default = 2048},
     /* Phi3Config: default 4096. */
     {.type = "phi3", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
      .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
-     .head_dim = K1("head_dim"), .max_pos_default = 4096, .tie_default = -1},
+     .head_dim = K1("head_dim"), .max_pos_default = 4096},
     /* FalconConfig: "n_embed" kwarg overrides hidden_size; n_layer/n_head are the RW-era
-     * names, read only as a fallback; ffn_hidden_size None -> 4*hidden; default 2048;
-     * tie_word_embeddings default True (the class does not override PretrainedConfig's). */
+     * names, read only as a fallback; ffn_hidden_size None -> 4*hidden; default 2048.
+     * tie_word_embeddings default True (not overridden from PretrainedConfig): family. */
     {.type = "falcon", .hidden = K2("hidden_size", "n_embed"),
      .layers = {"num_hidden_layers", {"num_hidden_layers", "n_layer", NULL}},
      .heads = {"num_attention_heads", {"num_attention_heads", "n_head", NULL}},
      .intermediate = K1("ffn_hidden_size"), .ffn_4x = true, .max_pos = KSTD_POS,
-     .max_pos_default = 2048, .tie_default = 1, .extra = falcon_extra},
+     .max_pos_default = 2048, .extra = falcon_extra},
     /* StableLmConfig: default 4096. */
     {.type = "stablelm", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
      .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
-     .head_dim = K1("head_dim"), .max_pos_default = 4096, .tie_default = -1,
-     .extra = stablelm_extra},
+     .head_dim = K1("head_dim"), .max_pos_default = 4096, .extra = stablelm_extra},
 };
 
 static const struct hf_class *find_class(const char *type)
@@ -614,11 +607,12 @@ static int read_dims(struct reader *r, const struct hf_class *c)
     return read_head_dim(r, c);
 }
 
-static int read_flags(struct reader *r, const struct hf_class *c)
+/* tie_word_embeddings, absent: the family default, which is the config class default
+ * (PretrainedConfig's True unless the class overrides it, e.g. LlamaConfig False).
+ * dtype (transformers >= 4.56) and torch_dtype are informational and not read. */
+static int read_flags(struct reader *r)
 {
-    bool dflt = c->tie_default < 0 ? r->m->tied : c->tie_default != 0;
-    /* dtype (transformers >= 4.56) / torch_dtype are informational and not read. */
-    return get_bool(r, "tie_word_embeddings", dflt, &r->m->tied);
+    return get_bool(r, "tie_word_embeddings", r->m->tied, &r->m->tied);
 }
 
 /* model_check's verdict, reported against the config key the bad field came from. */
@@ -649,7 +643,7 @@ static int read_root(json_t *root, const char *fallback_name, struct model_spec 
     if (read_type(&r, &c) != 0)
         return -1;
     read_name(&r, fallback_name);
-    if (read_dims(&r, c) != 0 || read_flags(&r, c) != 0 || (c->extra && c->extra(&r) != 0))
+    if (read_dims(&r, c) != 0 || read_flags(&r) != 0 || (c->extra && c->extra(&r) != 0))
         return -1;
     return check_spec(&r);
 }

@@ -20,10 +20,14 @@
 #include "hf_config.h"
 #include "model.h"
 
-#ifndef LLMEM_SOURCE_DIR
-#define LLMEM_SOURCE_DIR "."
-#endif
+/* tests/CMakeLists.txt defines TEST_DATA_DIR; llmem_core carries LLMEM_SOURCE_DIR. */
+#if defined(TEST_DATA_DIR)
+#define HF_DIR TEST_DATA_DIR "/hf/"
+#elif defined(LLMEM_SOURCE_DIR)
 #define HF_DIR LLMEM_SOURCE_DIR "/tests/data/hf/"
+#else
+#define HF_DIR "tests/data/hf/"
+#endif
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
@@ -366,7 +370,7 @@ static void test_duplicate_key(void **state)
     (void)state;
     load_fails(HF_DIR "bad-duplicate-key.json", HF_DIR "bad-duplicate-key.json", "vocab_size",
                &err);
-    assert_int_equal(err.line, 9);
+    assert_int_equal(err.line, 8);
     assert_string_equal(err.msg, "duplicate key \"vocab_size\"");
 }
 
