@@ -84,7 +84,7 @@ static uint64_t state_bytes(const struct train_config *c, uint64_t wt)
 static double frozen_bytes(const struct model_plan *p, const struct train_config *c,
                            double frozen_params, double tpdiv)
 {
-    double bd = c->precision == PREC_FP32 ? 4.0 : 2.0;
+    double bd = (c->precision == PREC_FP32 || (mixed(c) && (c->features & FEAT_FP32_BASE))) ? 4.0 : 2.0;
     double block_w = (double)(p->linear_w - p->head_p) / tpdiv;
     double rest = frozen_params - block_w;
     switch (c->quant) {
@@ -128,8 +128,10 @@ static void resident_terms(const struct model_plan *p, const struct train_config
     uint64_t sb = state_bytes(c, wt);
     r->g = (uint64_t)(r->trained * (double)wt / dpdiv);
     r->o = (uint64_t)(r->trained * (double)sb / dpdiv);
-    /* torch AdamW (foreach) builds one sqrt(exp_avg_sq) temporary per parameter group */
-    r->tmp = c->optimizer == OPT_ADAMW ? (uint64_t)(r->trained * (double)wt / dpdiv) : 0;
+    /* torch AdamW (foreach) builds one sqrt(exp_avg_sq) temporary per parameter group;
+     * the fused kernel updates in place */
+    r->tmp = c->optimizer == OPT_ADAMW && !(c->features & FEAT_FUSED_OPT)
+                 ? (uint64_t)(r->trained * (double)wt / dpdiv) : 0;
     if (c->features & FEAT_PAGED_OPT) {
         /* paged optimizers allocate their states with cudaMallocManaged: the caching
          * allocator never sees them, nvidia-smi does while they are resident */
@@ -185,6 +187,13 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     struct resident r;
     resident_terms(p, c, &r);
     mp->paged = r.paged;
+    /* lit-gpt @8641822 built the model unsharded on every GPU before FSDP wrapped it; its
+     * FSDP LoRA rows (LGRT-18..27: 3 models, 1-4 GPUs, 3 batch sizes) sit one whole model
+     * above the sharded prediction at every batch size, so the full copy is modelled as
+     * resident for the whole run. Mechanism inferred from those measurements. */
+    if ((c->features & FEAT_FULL_INIT) && c->dp > 1 &&
+        (c->method == METHOD_ADP || c->method == METHOD_DPTP))
+        r.w += r.w * (uint64_t)c->dp; /* the whole model beside its shard */
     const uint64_t amp_fwd = c->grad_ckpt ? r.amp_one : r.amp_all;
     const uint64_t head_grad = c->finetune == FT_FULL
         ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * trained_bytes(c) : 0;
@@ -197,6 +206,34 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
         set_phase(mp, PHASE_EVAL, r.w, 0, r.o, r.dequant, r.gather_fwd + r.bucket);
 }
 
+/* What LoRA adapters of one block save per token. Each wrapped module keeps the r-wide
+ * output of lora_A (input of lora_B); with dropout it also keeps the dropped copy of its
+ * input and the bool mask (native_dropout); with fp32 adapters under autocast (PEFT) the
+ * 16-bit cast of its input. Modules sharing one Linear (a fused qkv) share one adapter
+ * input. */
+static uint64_t lora_tok(const struct model_plan *p, const struct train_config *c, uint64_t ea)
+{
+    const bool cast_input = (c->features & FEAT_ADAPTER_FP32) && c->precision != PREC_FP32;
+    const bool fused_qkv = p->spec.fused_qkv || (c->features & FEAT_FUSED_QKV);
+    uint64_t bytes = 0;
+    bool qkv_done = false;
+    for (int role = ROLE_Q; role <= ROLE_DOWN; role++) {
+        if (!(c->lora_targets & TARGET_BIT(role)) || !p->role_w[role])
+            continue;
+        bool in_qkv = role == ROLE_Q || role == ROLE_K || role == ROLE_V;
+        if (in_qkv && fused_qkv && qkv_done)
+            continue;
+        qkv_done |= in_qkv;
+        uint64_t in = (uint64_t)(p->lora_in[role] / p->spec.layers);
+        bytes += ea * (uint64_t)c->lora_r;
+        if (c->features & FEAT_LORA_DROPOUT)
+            bytes += (ea + 1) * in;
+        else if (cast_input)
+            bytes += ea * in;
+    }
+    return bytes / (uint64_t)c->tp;
+}
+
 /* Saved activations of one block per token (bytes), without checkpointing. Each count is
  * a tensor autograd saves for backward in the HF modelling code:
  *  - a norm saves its input (RMSNorm upcasts it to fp32 first: 4h) and its output, which
@@ -207,15 +244,16 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
  *    (heads x s each per token);
  *  - a gated MLP saves gate, act(gate), up and their product (4 e_a i), a plain one the
  *    fc1 output and the activation (2 e_a i);
- *  - a LoRA adapter saves its rank-r hidden state, and under autocast with fp32 adapters
- *    the 16-bit cast of its input.
+ *  - LoRA adapters add what lora_tok() counts.
  * Dropout is 0 in the fine-tuning configs of current models, so no masks are counted. */
 static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
                               struct mem_prepared *mp)
 {
     const struct model_spec *m = &p->spec;
     const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
-    const uint64_t er = (c->precision == PREC_FP32 || (mixed(c) && c->finetune == FT_FULL)) ? 4 : 2;
+    /* the residual stream has the dtype of the weights it starts from (the embedding) */
+    const bool fp32_weights = mixed(c) && (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));
+    const uint64_t er = (c->precision == PREC_FP32 || fp32_weights) ? 4 : 2;
     const uint64_t h = (uint64_t)m->hidden, i = (uint64_t)m->intermediate;
     const uint64_t q = (uint64_t)(m->heads * m->head_dim), kv = (uint64_t)(m->kv_heads * m->head_dim);
     const uint64_t tp = (uint64_t)c->tp, heads = (uint64_t)m->heads;
@@ -228,17 +266,7 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
         attn = (ea * (q + 2 * kv) + 2 * ea * q + 4 * heads) / tp;
     }
     uint64_t mlp = (m->mlp == MLP_GATED ? 4 : 2) * ea * i / tp;
-    uint64_t lora = 0;
-    if (c->finetune != FT_FULL) {
-        bool cast_input = (c->features & FEAT_ADAPTER_FP32) && c->precision != PREC_FP32;
-        for (int role = ROLE_Q; role <= ROLE_DOWN; role++) {
-            if (!(c->lora_targets & TARGET_BIT(role)) || !p->role_w[role])
-                continue;
-            lora += ea * (uint64_t)c->lora_r;
-            if (cast_input)
-                lora += ea * (uint64_t)(p->lora_in[role] / m->layers);
-        }
-    }
+    uint64_t lora = c->finetune != FT_FULL ? lora_tok(p, c, ea) : 0;
     mp->layer_tok = (uint64_t)m->norms_per_layer * norm + attn + mlp + lora;
     mp->layer_tok_s = attn_s;
     mp->ckpt_tok = er * h;

@@ -28,6 +28,11 @@ enum feature {
     FEAT_FSDP = 1u << 5,         /* ADP gathers one unit at a time (FSDP) instead of all */
     FEAT_EVAL_LOGITS = 1u << 6,  /* an evaluation pass materialises full logits */
     FEAT_PAGED_OPT = 1u << 7,    /* bitsandbytes paged optimizer: states in managed memory */
+    FEAT_LORA_DROPOUT = 1u << 8, /* LoRA dropout > 0: each adapter keeps its dropped input */
+    FEAT_FULL_INIT = 1u << 9,    /* every GPU builds the whole model before FSDP shards it */
+    FEAT_FUSED_QKV = 1u << 10,   /* the stack's attention has one fused qkv Linear (litgpt) */
+    FEAT_FUSED_OPT = 1u << 11,   /* fused AdamW kernel: no step temporaries */
+    FEAT_FP32_BASE = 1u << 12,   /* mixed precision keeps the frozen base in fp32 too */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */

@@ -37,6 +37,8 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"opt-in-bwd", FEAT_OPT_IN_BWD, NULL},
         {"paged", FEAT_PAGED_OPT, NULL},
         {"fsdp", FEAT_FSDP, NULL},
+        {"full-init", FEAT_FULL_INIT, NULL},
+        {"fused", FEAT_FUSED_OPT, NULL},
         {"act-offload", 0, "activation offloading to CPU is not modelled"},
         {"cpu-offload", 0, "CPU offload of parameters/optimizer is not modelled"},
         {"dora", 0, "DoRA is not modelled"},

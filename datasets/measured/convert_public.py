@@ -35,7 +35,7 @@ IN_HEADER = [
 FEATURE_ORDER = [
     "chunked-ce", "untied-head", "opt-in-bwd", "act-offload", "cpu-offload", "compile",
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
-    "fsdp", "deepspeed", "flash-attn",
+    "fsdp", "deepspeed", "flash-attn", "full-init",
 ]
 
 # Out of scope: not decoder-only causal LMs.
@@ -369,6 +369,11 @@ def source_features(letter, row, rid):
             feats.append("chunked-ce")
     if letter == "L":
         feats += ["packed", "flash-attn"]
+    if letter == "B" and row["method"].startswith("FSDP"):
+        # lit-gpt 8641822 finetune/lora.py builds the model under
+        # fabric.init_module(empty_init=False): every rank materialises the whole model
+        # before FSDP shards it, and max_memory_allocated keeps that load-time peak.
+        feats.append("full-init")
     return feats
 
 
