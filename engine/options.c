@@ -61,10 +61,12 @@ int options_parse_int_list(const char *s, int32_t lo, int32_t hi, struct int_lis
             return -1;
         for (int32_t v = a; v <= b; v++)
             out->v[out->n++] = v;
-        if (*s == ',' && *++s == '\0')
+        if (*s == ',') {
+            if (*++s == '\0')
+                return -1;
+        } else if (*s) {
             return -1;
-        else if (*s && *s != ',')
-            return -1;
+        }
     }
     if (out->n == 0)
         return -1;

@@ -1,0 +1,52 @@
+# Bad input never crashes: documented exit codes, a message naming file/line/key, no output.
+source "$(dirname "$0")/../cli_lib.sh"
+
+expect_exit 2 "$BIN" --budget 80 --out "$TMP/a.csv"
+expect_err "invalid value '80' for --budget"
+expect_exit 2 "$BIN" --budget 80GiB --model no/such-model
+expect_err "unknown model 'no/such-model'"
+expect_exit 2 "$BIN" --budget 80GiB --frobnicate
+expect_exit 2 "$BIN" --budget 80GiB --batch 4..1
+expect_exit 2 "$BIN" explain --model gpt2 --batch 1,2
+expect_exit 2 "$BIN" --budget 80GiB --out "$TMP/report.xyz"
+[ ! -e "$TMP/report.xyz" ] || fail "a report was written despite a usage error"
+
+# a malformed config.json: exit 3, file and key named, nothing written
+printf '{"model_type": "llama", "hidden_size": 4096, "vocab_size": 32000,\n "intermediate_size": 11008, "num_attention_heads": 32,\n "num_hidden_layers": "32"}\n' > "$TMP/config.json"
+expect_exit 3 "$BIN" --budget 80GiB --model "$TMP/config.json" --out "$TMP/b.csv"
+expect_err "config.json"
+expect_err "num_hidden_layers"
+[ ! -e "$TMP/b.csv" ] || fail "partial output after bad input"
+printf '{"model_type": "t5", "d_model": 512}' > "$TMP/config.json"
+expect_exit 3 "$BIN" explain --model "$TMP/config.json"
+expect_err "model_type"
+printf '{"model_type": "llama",' > "$TMP/config.json"
+expect_exit 3 "$BIN" explain --model "$TMP/config.json"
+
+# a malformed catalog: file, line and column
+mkdir -p "$TMP/data"
+cp "$PROJECT/datasets/gpus.csv" "$TMP/data/"
+head -3 "$PROJECT/datasets/models.csv" > "$TMP/data/models.csv"
+sed -i '2s/,12,768,/,12,lots,/' "$TMP/data/models.csv"
+expect_exit 3 "$BIN" models --data "$TMP/data"
+expect_err "models.csv:2: hidden"
+printf 'model,method\n"unterminated\n' > "$TMP/m.csv"
+expect_exit 3 "$BIN" validate --measured "$TMP/m.csv"
+expect_err "m.csv"
+
+# I/O errors: exit 4
+expect_exit 4 "$BIN" --budget 80GiB --model gpt2 --out /nonexistent-dir/r.csv
+expect_exit 4 "$BIN" validate --measured "$TMP/none.csv"
+
+# nothing fits: exit 1, the closest miss and what binds it
+expect_exit 1 "$BIN" --budget 1GiB --model meta-llama/Llama-3.1-70B --methods single --out "$TMP/none.csv"
+expect_err "closest:"
+expect_err "bound by"
+[ -e "$TMP/none.csv" ] || fail "no report written when nothing fits"
+
+# absurd sizes do not wrap: 405B at 128k tokens
+"$BIN" explain --model meta-llama/Llama-3.1-405B --seq 131072 --micro-batch 64 --grad-ckpt off \
+  --format json > "$TMP/big.json" || true
+python3 -c "import json,sys; j=json.load(open('$TMP/big.json')); sys.exit(0 if j['peak_bytes'] > 2**40 else 1)" \
+  || fail "405B at 128k tokens does not give a huge peak"
+finish
