@@ -195,10 +195,14 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
         (c->method == METHOD_ADP || c->method == METHOD_DPTP))
         r.w += r.w * (uint64_t)c->dp; /* the whole model beside its shard */
     const uint64_t amp_fwd = c->grad_ckpt ? r.amp_one : r.amp_all;
-    const uint64_t head_grad = c->finetune == FT_FULL
+    uint64_t head_grad = c->finetune == FT_FULL
         ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * trained_bytes(c) : 0;
-    set_phase(mp, PHASE_FORWARD, r.w, 0, r.o, amp_fwd + r.dequant, r.gather_fwd + r.bucket);
-    set_phase(mp, PHASE_LOSS, r.w, 0, r.o, amp_fwd, r.gather_fwd + r.bucket);
+    /* accumulating micro-batches keeps the summed gradients through the next forward */
+    const uint64_t fwd_grad = (c->features & FEAT_GRAD_ACCUM) ? r.g : 0;
+    if (fwd_grad)
+        head_grad = r.g;
+    set_phase(mp, PHASE_FORWARD, r.w, fwd_grad, r.o, amp_fwd + r.dequant, r.gather_fwd + r.bucket);
+    set_phase(mp, PHASE_LOSS, r.w, fwd_grad, r.o, amp_fwd, r.gather_fwd + r.bucket);
     set_phase(mp, PHASE_BWD_LAST, r.w, head_grad, r.o, amp_fwd + r.dequant, r.gather_bwd + r.bucket);
     set_phase(mp, PHASE_BWD_FIRST, r.w, r.g, r.o, r.amp_one + r.dequant, r.gather_bwd + r.bucket);
     set_phase(mp, PHASE_OPTIMIZER, r.w, r.g, r.o + r.tmp, 0, r.bucket);

@@ -45,9 +45,10 @@ uint32_t stack_features(enum stack s)
         return FEAT_ADAPTER_FP32 | FEAT_FSDP;
     case STACK_LITGPT:    /* chunked lm_head + CE, separate lm_head, full-logit validation,
                              lora_dropout 0.05 in every config_hub LoRA recipe, fused qkv;
-                             bf16-mixed keeps every weight, frozen ones too, in fp32 */
+                             bf16-mixed keeps every weight, frozen ones too, in fp32; every
+                             recipe accumulates gradients (global_batch_size > micro) */
         return FEAT_CHUNKED_CE | FEAT_UNTIED_HEAD | FEAT_FSDP | FEAT_EVAL_LOGITS |
-               FEAT_LORA_DROPOUT | FEAT_FUSED_QKV | FEAT_FP32_BASE;
+               FEAT_LORA_DROPOUT | FEAT_FUSED_QKV | FEAT_FP32_BASE | FEAT_GRAD_ACCUM;
     case STACK_TORCHTUNE: /* FSDP2; recipes set AdamW(fused=True); chunked CE per recipe */
         return FEAT_FSDP | FEAT_FUSED_OPT;
     case STACK_COLOSSAL:  /* LLMem's own stack: Gemini chunks, full gather under ADP */

@@ -33,6 +33,7 @@ enum feature {
     FEAT_FUSED_QKV = 1u << 10,   /* the stack's attention has one fused qkv Linear (litgpt) */
     FEAT_FUSED_OPT = 1u << 11,   /* fused AdamW kernel: no step temporaries */
     FEAT_FP32_BASE = 1u << 12,   /* mixed precision keeps the frozen base in fp32 too */
+    FEAT_GRAD_ACCUM = 1u << 13,  /* gradient accumulation: gradients live across micro-batches */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
