@@ -1,0 +1,274 @@
+/* test_options.c: the command line (options.h, DESIGN.md section 4): integer lists and
+ * ranges, option values, usage errors (EXIT_USAGE = 2) and the default axes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "error.h"
+#include "options.h"
+#include "train.h"
+#include "units.h"
+
+#define ARGS_MAX 32
+
+/* Parses the space-separated words of line (after a program name) in sweep mode. The
+ * words are copied into buf, which must outlive o (options keep pointers into argv). */
+static int parse_line(const char *line, enum options_mode mode, struct options *o, char *buf,
+                      size_t len)
+{
+    static char prog[] = "llmem-sweep";
+    char *argv[ARGS_MAX + 1];
+    int argc = 0;
+    size_t n = strlen(line);
+    assert_true(n < len);
+    memcpy(buf, line, n + 1);
+    argv[argc++] = prog;
+    for (char *p = buf; *p && argc < ARGS_MAX;) {
+        argv[argc++] = p;
+        while (*p && *p != ' ')
+            p++;
+        if (*p == ' ')
+            *p++ = '\0';
+    }
+    argv[argc] = NULL;
+    return options_parse(argc, argv, 1, mode, o);
+}
+
+static struct options *new_options(void)
+{
+    struct options *o = calloc(1, sizeof *o);
+    assert_non_null(o);
+    return o;
+}
+
+static void assert_list(const struct int_list *l, const int32_t *want, int n)
+{
+    assert_int_equal(l->n, n);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(l->v[i], want[i]);
+}
+
+static void test_int_list(void **state)
+{
+    (void)state;
+    struct int_list l;
+    assert_int_equal(options_parse_int_list("1..4,8", 1, 100, &l), 0);
+    assert_list(&l, (const int32_t[]){1, 2, 3, 4, 8}, 5);
+    /* sorted ascending and deduplicated */
+    assert_int_equal(options_parse_int_list("4,1,4", 1, 100, &l), 0);
+    assert_list(&l, (const int32_t[]){1, 4}, 2);
+    assert_int_equal(options_parse_int_list("7", 1, 100, &l), 0);
+    assert_list(&l, (const int32_t[]){7}, 1);
+    assert_int_equal(options_parse_int_list("3..3", 1, 100, &l), 0);
+    assert_list(&l, (const int32_t[]){3}, 1);
+    /* overlapping ranges: 512, 1024..1026 and 1025 again */
+    assert_int_equal(options_parse_int_list("1024..1026,512,1025", 2, 1 << 20, &l), 0);
+    assert_list(&l, (const int32_t[]){512, 1024, 1025, 1026}, 4);
+    /* the full OPT_LIST_MAX fits */
+    assert_int_equal(options_parse_int_list("1..1024", 1, 4096, &l), 0);
+    assert_int_equal(l.n, OPT_LIST_MAX);
+    assert_int_equal(l.v[OPT_LIST_MAX - 1], 1024);
+}
+
+static void test_int_list_junk(void **state)
+{
+    (void)state;
+    static const char *const junk[] = {
+        "1..", "a", "3..1", "1,,2", "", ",", "1,", ",1", "..4", "1...4", "1..2..3",
+        "1-4", "1;2", "2x", "0", "101", "1..101", "99999999999999999999",
+        "1..2000", /* more than OPT_LIST_MAX values */
+    };
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
+        struct int_list l;
+        if (options_parse_int_list(junk[i], 1, 100, &l) != -1)
+            fail_msg("'%s' should be rejected", junk[i]);
+    }
+}
+
+static void test_parse_values(void **state)
+{
+    (void)state;
+    struct options *o = new_options();
+    char buf[512];
+    int rc = parse_line("--budget 80GiB --methods adp,tp --shard 2/4 --gpus 1..4,8 "
+                        "--batch 4,1,4 --seq 512,1024 --top 0 --threads 2 --gpu A10G-24GB "
+                        "--model a/b --model c --precision bf16,fp16 --grad-ckpt off "
+                        "--out x.csv --no-prune --quiet",
+                        OPTIONS_SWEEP, o, buf, sizeof buf);
+    assert_int_equal(rc, 0);
+    assert_int_equal(o->budget, UINT64_C(80) * GIB);
+    assert_int_equal(o->nmethods, 2);
+    assert_int_equal(o->methods[0], METHOD_ADP);
+    assert_int_equal(o->methods[1], METHOD_TP);
+    assert_int_equal(o->shard_k, 2);
+    assert_int_equal(o->shard_n, 4);
+    assert_list(&o->gpus, (const int32_t[]){1, 2, 3, 4, 8}, 5);
+    assert_list(&o->batch, (const int32_t[]){1, 4}, 2);
+    assert_list(&o->seq, (const int32_t[]){512, 1024}, 2);
+    assert_int_equal(o->top, 0);
+    assert_int_equal(o->threads, 2);
+    assert_string_equal(o->gpu, "A10G-24GB");
+    assert_int_equal(o->nmodels, 2);
+    assert_string_equal(o->models[0], "a/b");
+    assert_string_equal(o->models[1], "c");
+    assert_int_equal(o->nprecisions, 2);
+    assert_int_equal(o->precisions[0], PREC_BF16); /* command-line order */
+    assert_int_equal(o->precisions[1], PREC_FP16);
+    assert_int_equal(o->nckpts, 1);
+    assert_false(o->ckpts[0]);
+    assert_int_equal(o->nouts, 1);
+    assert_string_equal(o->outs[0], "x.csv");
+    assert_true(o->no_prune);
+    assert_true(o->quiet);
+    assert_false(o->all);
+    free(o);
+}
+
+static void test_parse_defaults(void **state)
+{
+    (void)state;
+    struct options *o = new_options();
+    char buf[8];
+    assert_int_equal(parse_line("", OPTIONS_SWEEP, o, buf, sizeof buf), 0);
+    assert_int_equal(o->top, 50); /* DESIGN.md: --top default 50 */
+    assert_int_equal(o->threads, 0);
+    assert_int_equal(o->budget, 0);
+    assert_int_equal(o->shard_n, 0);
+    assert_int_equal(o->nmethods, 0);
+    assert_int_equal(o->format, FORMAT_AUTO);
+    assert_null(o->gpu);
+    assert_false(o->paper);
+    free(o);
+}
+
+static void test_equals_form(void **state)
+{
+    (void)state;
+    struct options *o = new_options();
+    char buf[256];
+    assert_int_equal(parse_line("--format=json --budget=16384MB --methods=single", OPTIONS_SWEEP, o,
+                                buf, sizeof buf),
+                     0);
+    assert_int_equal(o->format, FORMAT_JSON);
+    assert_int_equal(o->budget, UINT64_C(16384000000));
+    assert_int_equal(o->nmethods, 1);
+    assert_int_equal(o->methods[0], METHOD_SINGLE);
+    assert_int_equal(parse_line("--format csv", OPTIONS_SWEEP, o, buf, sizeof buf), 0);
+    assert_int_equal(o->format, FORMAT_CSV);
+    assert_int_equal(parse_line("--format html", OPTIONS_SWEEP, o, buf, sizeof buf), 0);
+    assert_int_equal(o->format, FORMAT_HTML);
+    free(o);
+}
+
+static void test_usage_errors(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "--shard 5/4",       /* K > N */
+        "--shard 0/4",
+        "--shard 2",
+        "--shard 2/4x",
+        "--bogus",           /* unknown option */
+        "--bogus 3",
+        "--budget",          /* missing value */
+        "--budget 80",       /* no unit */
+        "--budget 0GiB",
+        "--methods adp,xyz", /* unknown method */
+        "--methods ''",
+        "--gpus 1..",
+        "--gpus 0",
+        "--batch 3..1",
+        "--seq 1",           /* a sequence of one token has nothing to predict */
+        "--precision fp8",
+        "--finetune prefix",
+        "--grad-ckpt maybe",
+        "--optimizer adam",
+        "--top -1",
+        "--top 5x",
+        "--threads 0",
+        "--format xml",
+        "--lora-targets q+zz",
+        "stray",             /* not an option */
+        "-x",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct options *o = new_options();
+        char buf[128];
+        int rc = parse_line(bad[i], OPTIONS_SWEEP, o, buf, sizeof buf);
+        if (rc != EXIT_USAGE)
+            fail_msg("'%s': expected EXIT_USAGE (2), got %d", bad[i], rc);
+        free(o);
+    }
+}
+
+static void test_explain_mode(void **state)
+{
+    (void)state;
+    struct options *o = new_options();
+    char buf[128];
+    assert_int_equal(parse_line("--model gpt2 --method tp --gpus 2", OPTIONS_EXPLAIN, o, buf,
+                                sizeof buf),
+                     0);
+    assert_int_equal(o->nmethods, 1);
+    assert_int_equal(o->methods[0], METHOD_TP);
+    /* explain evaluates one point: no shards */
+    assert_int_equal(parse_line("--model gpt2 --shard 1/2", OPTIONS_EXPLAIN, o, buf, sizeof buf),
+                     EXIT_USAGE);
+    free(o);
+}
+
+static void test_default_axes(void **state)
+{
+    (void)state;
+    struct options *o = new_options();
+    char buf[64];
+    assert_int_equal(parse_line("--gpus 2 --batch 8", OPTIONS_SWEEP, o, buf, sizeof buf), 0);
+    options_default_axes(o);
+    assert_int_equal(o->nmethods, METHOD_COUNT);
+    assert_list(&o->gpus, (const int32_t[]){2}, 1);  /* given: kept */
+    assert_list(&o->batch, (const int32_t[]){8}, 1); /* given: kept */
+    assert_true(o->seq.n > 0);
+    assert_true(o->nprecisions > 0);
+    assert_true(o->nfinetunes > 0);
+    assert_true(o->noptimizers > 0);
+    assert_int_equal(o->nckpts, 2);
+    assert_true(o->ntargets > 0);
+    assert_true(o->lora_r.n > 0);
+    free(o);
+
+    /* --paper: the paper's regime, fp16 mixed precision, full, checkpointing, Adam */
+    o = new_options();
+    assert_int_equal(parse_line("--paper", OPTIONS_SWEEP, o, buf, sizeof buf), 0);
+    options_default_axes(o);
+    assert_int_equal(o->nprecisions, 1);
+    assert_int_equal(o->precisions[0], PREC_FP16);
+    assert_int_equal(o->nfinetunes, 1);
+    assert_int_equal(o->finetunes[0], FT_FULL);
+    assert_int_equal(o->nckpts, 1);
+    assert_true(o->ckpts[0]);
+    assert_int_equal(o->noptimizers, 1);
+    assert_int_equal(o->optimizers[0], OPT_ADAMW);
+    assert_list(&o->gpus, (const int32_t[]){1, 2, 4, 8}, 4);
+    free(o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_int_list),
+        cmocka_unit_test(test_int_list_junk),
+        cmocka_unit_test(test_parse_values),
+        cmocka_unit_test(test_parse_defaults),
+        cmocka_unit_test(test_equals_form),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_explain_mode),
+        cmocka_unit_test(test_default_axes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
