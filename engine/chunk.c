@@ -53,6 +53,10 @@ int64_t chunk_search(const struct tensor_list *l)
         return CHUNK_MIN_ELEMS;
     size_t n = param_sizes(l, sizes);
 
+    /* Gemini decides "one gathered chunk" on the whole group, before dropping outliers */
+    int64_t group = 0;
+    for (size_t i = 0; i < n; i++)
+        group += sizes[i];
     double mean = 0, var = 0;
     for (size_t i = 0; i < n; i++)
         mean += (double)sizes[i];
@@ -73,7 +77,7 @@ int64_t chunk_search(const struct tensor_list *l)
             largest = sizes[i];
     }
     int64_t best = CHUNK_MIN_ELEMS;
-    if (total >= CHUNK_MIN_ELEMS) { /* smaller groups become one gathered chunk */
+    if (group >= CHUNK_MIN_ELEMS) { /* smaller groups become one gathered chunk */
         int64_t start = largest > CHUNK_MIN_ELEMS ? largest : CHUNK_MIN_ELEMS;
         start = (start + CHUNK_INTERVAL - 1) / CHUNK_INTERVAL * CHUNK_INTERVAL;
         int64_t best_waste = INT64_MAX;
@@ -85,7 +89,7 @@ int64_t chunk_search(const struct tensor_list *l)
             }
         }
     } else {
-        best = total > 0 ? total : CHUNK_MIN_ELEMS;
+        best = group > 0 ? group : CHUNK_MIN_ELEMS;
     }
     free(sizes);
     return best;

@@ -4,6 +4,7 @@
 #include <csv.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,9 @@ struct reader {
     char **row;        /* fields of the row being read */
     size_t nfields, cap;
     long line;         /* line the current row started on */
-    long next_line;    /* line after the last row terminator */
+    long next_line;    /* the line being fed */
+    bool mid_row;      /* a row began on an earlier line and has not ended */
+    bool ended;        /* a row ended on the line being fed */
     const char *name;
     struct input_error *e;
     int failed;
@@ -41,8 +44,6 @@ static void on_field(void *s, size_t len, void *data)
     struct reader *r = data;
     if (r->failed)
         return;
-    if (r->nfields == 0)
-        r->line = r->next_line;
     if (r->nfields == r->cap) {
         size_t cap = r->cap ? 2 * r->cap : 32;
         char **row = cap < 4096 ? realloc(r->row, cap * sizeof *row) : NULL;
@@ -94,8 +95,7 @@ static void on_row(int term, void *data)
     (void)term;
     if (r->failed)
         return;
-    if (r->nfields == 0) /* libcsv reports an empty row for a line holding only "" */
-        r->line = r->next_line;
+    r->ended = true;
     if (push_row(r) != 0)
         r->failed = 1;
 }
@@ -121,14 +121,20 @@ int csv_table_parse(const char *buf, size_t len, const char *name, struct csv_ta
                                        "NUL byte in a CSV file");
             break;
         }
+        /* libcsv skips blank lines, so a row starts on the first line fed outside a row */
+        if (!r.mid_row)
+            r.line = r.next_line;
+        r.ended = false;
+        bool blank = n == 1 || (n == 2 && buf[pos] == '\r');
         if (csv_parse(&p, buf + pos, n, on_field, on_row, &r) != n && !r.failed)
             r.failed = input_error_set(e, EXIT_BAD_INPUT, name, r.next_line, NULL,
                                        "malformed CSV: %s", csv_strerror(csv_error(&p)));
         pos += n;
+        r.mid_row = !r.ended && (r.mid_row || !blank);
         r.next_line++;
     }
     if (!r.failed && csv_fini(&p, on_field, on_row, &r) != 0 && !r.failed)
-        r.failed = input_error_set(e, EXIT_BAD_INPUT, name, r.next_line - 1, NULL,
+        r.failed = input_error_set(e, EXIT_BAD_INPUT, name, r.line, NULL,
                                    "malformed CSV: unterminated quoted field");
     csv_free(&p);
     free_fields(r.row, r.nfields);

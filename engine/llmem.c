@@ -54,7 +54,8 @@ void llmem_eval(const struct model_plan *p, const struct train_config *c, bool p
     t->m_out = llmem_ceil_page(((uint64_t)t->e_n + l_n) * bs * sl * h * B16);
     /* m_lm: logits [bs, sl, v] plus two shifted [bs, sl-1, v] copies for the loss, plus
      * lm_p, the fp16 lm_head weight (section 4.5). */
-    uint64_t lm_p = llmem_ceil_page((uint64_t)p->spec.vocab * (uint64_t)p->spec.hidden * B16);
+    const int64_t e = p->spec.emb_dim ? p->spec.emb_dim : p->spec.hidden; /* lm_head width */
+    uint64_t lm_p = llmem_ceil_page((uint64_t)p->spec.vocab * (uint64_t)e * B16);
     t->m_lm = llmem_ceil_page(bs * sl * v * B) + 2 * llmem_ceil_page(bs * (sl - 1) * v * B) + lm_p;
     /* m_back^tp = ceil(l_n * bs * sl * o_n * (tp_n - 1) / tp_n * B16 / cu_p) * cu_p (5.3) */
     t->m_back = 0;

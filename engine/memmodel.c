@@ -210,11 +210,26 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
         set_phase(mp, PHASE_EVAL, r.w, 0, r.o, r.dequant, r.gather_fwd + r.bucket);
 }
 
+/* Copies of the block Linears' inputs kept per token, in units of those inputs.
+ * Trained Linears keep their input for the weight gradient (1). A frozen nn.Linear needs no
+ * weight gradient and PyTorch keeps nothing for it, yet every measured LoRA row (litgpt,
+ * torchtune, PEFT; datasets/measured) sits one such copy above that tighter count: the model
+ * keeps it (1) and README "Known gaps" says it is unexplained. bitsandbytes' MatMul4Bit /
+ * MatMul8bitLt save the input whenever it requires grad (bnb autograd/_functions.py:
+ * ctx.tensors = (A, B)), one more copy for a quantized base (2): the litgpt LoRA/QLoRA pairs
+ * (LGRT-01/02, 06/07, 11/12, 15/16) differ by exactly that. */
+static uint64_t linear_input_copies(const struct train_config *c)
+{
+    if (c->finetune == FT_FULL)
+        return 1;
+    return c->quant != QUANT_NONE ? 2 : 1;
+}
+
 /* What LoRA adapters of one block save per token. Each wrapped module keeps the r-wide
- * output of lora_A (input of lora_B); with dropout it also keeps the dropped copy of its
- * input and the bool mask (native_dropout); with fp32 adapters under autocast (PEFT) the
- * 16-bit cast of its input. Modules sharing one Linear (a fused qkv) share one adapter
- * input. */
+ * output of lora_A (input of lora_B) and lora_A's input: with dropout the dropped copy and
+ * its bool mask (native_dropout); with fp32 adapters under autocast (PEFT) the 16-bit cast;
+ * else the module's input itself, counted with the Linear inputs. Modules sharing one Linear
+ * (a fused qkv) share one adapter input. */
 static uint64_t lora_tok(const struct model_plan *p, const struct train_config *c, uint64_t ea)
 {
     const bool cast_input = (c->features & FEAT_ADAPTER_FP32) && c->precision != PREC_FP32;
@@ -225,31 +240,32 @@ static uint64_t lora_tok(const struct model_plan *p, const struct train_config *
         if (!(c->lora_targets & TARGET_BIT(role)) || !p->role_w[role])
             continue;
         bool in_qkv = role == ROLE_Q || role == ROLE_K || role == ROLE_V;
-        if (in_qkv && fused_qkv && qkv_done)
-            continue;
-        qkv_done |= in_qkv;
         uint64_t in = (uint64_t)(p->lora_in[role] / p->spec.layers);
         bytes += ea * (uint64_t)c->lora_r;
+        if (in_qkv && fused_qkv && qkv_done)
+            continue;
         if (c->features & FEAT_LORA_DROPOUT)
             bytes += (ea + 1) * in;
         else if (cast_input)
             bytes += ea * in;
+        qkv_done |= in_qkv;
     }
     return bytes / (uint64_t)c->tp;
 }
 
 /* Saved activations of one block per token (bytes), without checkpointing. Each count is
  * a tensor autograd saves for backward in the HF modelling code:
- *  - a norm saves its input (RMSNorm upcasts it to fp32 first: 4h) and its output, which
- *    is also the next Linear's input (e_a h);
+ *  - RMSNorm saves its fp32 upcast input (4h); LayerNorm its input (e_r h); a trained norm
+ *    weight also keeps the normalised output;
+ *  - Linear inputs (e_a h into q/k/v and into the MLP, e_a q into o, e_a i into down),
+ *    linear_input_copies() times;
  *  - SDPA (flash / memory-efficient) saves q, k, v, its output and an fp32 logsumexp per
- *    head; o_proj saves a contiguous copy of the output;
+ *    head;
  *  - eager attention saves q and the expanded k, v, the fp32 softmax and its 16-bit cast
  *    (heads x s each per token);
- *  - a gated MLP saves gate, act(gate), up and their product (4 e_a i), a plain one the
- *    fc1 output and the activation (2 e_a i);
+ *  - a gated MLP saves gate, act(gate) and up (3 e_a i), a plain one the fc1 output;
  *  - LoRA adapters add what lora_tok() counts.
- * Dropout is 0 in the fine-tuning configs of current models, so no masks are counted. */
+ * Dropout in the base model is 0 in the fine-tuning configs of current models. */
 static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
                               struct mem_prepared *mp)
 {
@@ -261,20 +277,26 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     const uint64_t h = (uint64_t)m->hidden, i = (uint64_t)m->intermediate;
     const uint64_t q = (uint64_t)(m->heads * m->head_dim), kv = (uint64_t)(m->kv_heads * m->head_dim);
     const uint64_t tp = (uint64_t)c->tp, heads = (uint64_t)m->heads;
-    const uint64_t norm = (m->norm == NORM_RMSNORM ? 4 : er) * h + ea * h;
+    const uint64_t copies = linear_input_copies(c);
+    const bool trained = c->finetune == FT_FULL;
+    const uint64_t norm = (m->norm == NORM_RMSNORM ? 4 : er) * h + (trained ? ea * h : 0);
+    /* q/k/v read one normalised input; the MLP another unless the block is parallel */
+    const uint64_t lin_in = copies * ea * (h * (m->norms_per_layer == 1 ? 1 : 2) + q / tp + i / tp);
     uint64_t attn, attn_s = 0;
     if (c->features & FEAT_EAGER_ATTN) {
-        attn = ea * 4 * q / tp;
+        attn = ea * 3 * q / tp;
         attn_s = heads * (ea == 2 ? 6 : 4) / tp;
     } else {
-        attn = (ea * (q + 2 * kv) + 2 * ea * q + 4 * heads) / tp;
+        attn = (ea * (2 * q + 2 * kv) + 4 * heads) / tp;
     }
-    uint64_t mlp = (m->mlp == MLP_GATED ? 4 : 2) * ea * i / tp;
+    uint64_t mlp = (m->mlp == MLP_GATED ? 3 : 1) * ea * i / tp;
     uint64_t lora = c->finetune != FT_FULL ? lora_tok(p, c, ea) : 0;
-    mp->layer_tok = (uint64_t)m->norms_per_layer * norm + attn + mlp + lora;
+    uint64_t norms = (uint64_t)(m->norms_per_layer > 2 ? 2 : m->norms_per_layer) * norm +
+                     (uint64_t)(m->norms_per_layer > 2 ? m->norms_per_layer - 2 : 0) * 4 * h;
+    mp->layer_tok = norms + lin_in + attn + mlp + lora;
     mp->layer_tok_s = attn_s;
     mp->ckpt_tok = er * h;
-    mp->tail_tok = norm;
+    mp->tail_tok = norm + ea * h; /* final norm and the lm_head input */
     mp->bwd_tok = er * h + 2 * ea * i / tp;
     mp->comm_tok = (c->method == METHOD_TP || c->method == METHOD_DPTP) ? ea * h : 0;
 }

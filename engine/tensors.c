@@ -2,6 +2,7 @@
 #include "tensors.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static const char *const role_names[ROLE_COUNT] = {
     "embed", "pos_embed", "proj", "q", "k", "v", "o", "gate", "up", "down", "norm", "lm_head",
@@ -82,18 +83,26 @@ int tensors_build(const struct model_spec *m, struct tensor_list *out)
 {
     struct builder b = {0};
     const int64_t e = m->emb_dim ? m->emb_dim : m->hidden;
+    const bool proj = m->emb_dim && m->emb_dim != m->hidden;
+    /* HF OPTDecoder registers project_out, project_in and the final norm before the layers */
+    const bool opt_order = strcmp(m->model_type, "opt") == 0;
 
     push(&b, ROLE_EMBED, -1, 0, false, m->vocab, e);
     if (m->pos == POS_LEARNED)
         push(&b, ROLE_POS_EMBED, -1, 0, false, m->max_pos + m->pos_offset, m->hidden);
-    if (m->emb_dim && m->emb_dim != m->hidden) /* OPT-350m: project_in/out, no bias */
+    if (proj && opt_order)
+        linear(&b, ROLE_PROJ, -1, 0, m->hidden, e, false); /* project_out */
+    if (proj) /* project_in; no bias */
         linear(&b, ROLE_PROJ, -1, 0, e, m->hidden, false);
     if (m->emb_norm)
         norm(&b, m, -1);
+    if (opt_order)
+        norm(&b, m, -1);
     for (int64_t l = 0; l < m->layers; l++)
         block(&b, m, (int32_t)l);
-    norm(&b, m, -1);
-    if (m->emb_dim && m->emb_dim != m->hidden)
+    if (!opt_order)
+        norm(&b, m, -1);
+    if (proj && !opt_order)
         linear(&b, ROLE_PROJ, -1, 0, m->hidden, e, false);
     if (!m->tied)
         linear(&b, ROLE_LM_HEAD, -1, 0, e, m->vocab, m->lm_head_bias);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 static const struct {
@@ -23,7 +24,8 @@ int units_parse_size(const char *s, uint64_t *bytes)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v <= 0)
+    /* plain decimals only: strtod would also take hex ("0x10") and exponents */
+    if (errno || end == s || end != s + strspn(s, "0123456789.") || !isfinite(v) || v <= 0)
         return -1;
     while (*end == ' ')
         end++;

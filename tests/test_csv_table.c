@@ -83,7 +83,6 @@ static void test_quoted_fields(void **state)
     csv_table_free(&t);
 }
 
-#ifdef LLMEM_KNOWN_BUG
 /* KNOWN BUG (csv_table.c): a row's line is taken when its first field is reported, which
  * for a quoted first field spanning lines 5-7 is line 7; csv_table.h says `lines` is the
  * line each data row STARTS on (5). */
@@ -95,7 +94,6 @@ static void test_quoted_first_field_line(void **state)
     assert_int_equal(t.lines[2], 5);
     csv_table_free(&t);
 }
-#endif
 
 static void test_too_many_fields(void **state)
 {
@@ -291,9 +289,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_file),
         cmocka_unit_test(test_quoted_fields),
-#ifdef LLMEM_KNOWN_BUG
         cmocka_unit_test(test_quoted_first_field_line),
-#endif
         cmocka_unit_test(test_too_many_fields),
         cmocka_unit_test(test_too_few_fields),
         cmocka_unit_test(test_unterminated_quote),

@@ -299,7 +299,6 @@ static void test_untied_head(void **state)
     plan_free(&p);
 }
 
-#ifdef LLMEM_KNOWN_BUG
 /* KNOWN BUG (llmem.c, lm_p): lm_p is the lm_head weight's fp16 size (reference 4.5 and 8.3:
  * the last Embedding/Linear tensor, i.e. the tied [vocab, word_embed_proj_dim] matrix). For
  * an OPT-350m-like model with emb_dim 512 != hidden 1024 that is
@@ -318,7 +317,6 @@ static void test_lm_p_uses_emb_dim(void **state)
     assert_int_equal(terms(&p, &c, true).m_lm, UINT64_C(360710144));
     plan_free(&p);
 }
-#endif
 
 static void test_chunk_dp_and_rounding(void **state)
 {
@@ -430,7 +428,6 @@ static void test_chunk_search_fused(void **state)
     free(l.t);
 }
 
-#ifdef LLMEM_KNOWN_BUG
 /* KNOWN BUG (chunk.c): Gemini decides "small group, one gathered chunk" on the group's
  * whole size BEFORE dropping outliers (search_chunk_configuration: group_acc_size =
  * sum(size_list) < min_chunk_size, then _filter_exlarge_params; reference 4.2 steps 2-3).
@@ -448,7 +445,6 @@ static void test_chunk_search_small_after_filter(void **state)
     assert_int_equal(chunk_search(&l), INT64_C(33554432));
     free(l.t);
 }
-#endif
 
 int main(void)
 {
@@ -466,10 +462,8 @@ int main(void)
     };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_untied_head),
-#ifdef LLMEM_KNOWN_BUG
         cmocka_unit_test(test_lm_p_uses_emb_dim),
         cmocka_unit_test(test_chunk_search_small_after_filter),
-#endif
         cmocka_unit_test(test_chunk_for_dp),
         cmocka_unit_test(test_chunk_search_equal),
         cmocka_unit_test(test_chunk_search_small_group),

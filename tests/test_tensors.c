@@ -320,7 +320,6 @@ static void test_opt350m_projections(void **state)
     assert_int_equal(model_param_count(&m), 172416);
 }
 
-#ifdef LLMEM_KNOWN_BUG
 /* KNOWN BUG (tensors.c): tensors.h promises HF registration order (Gemini packs chunks in
  * it). HF OPTDecoder.__init__ registers embed_tokens, embed_positions, project_out,
  * project_in, final_layer_norm and only then layers; tensors.c puts project_in first and
@@ -342,7 +341,6 @@ static void test_opt_registration_order(void **state)
     assert_int_equal(l.t[4].layer, -1);
     tensors_free(&l);
 }
-#endif
 
 static void test_tensor_helpers(void **state)
 {
@@ -493,9 +491,7 @@ int main(void)
         cmocka_unit_test(test_fused_qkv_ids),
         cmocka_unit_test(test_opt_learned_positions_layernorm),
         cmocka_unit_test(test_opt350m_projections),
-#ifdef LLMEM_KNOWN_BUG
         cmocka_unit_test(test_opt_registration_order),
-#endif
         cmocka_unit_test(test_tensor_helpers),
         cmocka_unit_test(test_family_defaults),
         cmocka_unit_test(test_model_check),
