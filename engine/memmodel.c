@@ -144,10 +144,14 @@ static void resident_terms(const struct model_plan *p, const struct train_config
         r->g = (uint64_t)(largest * (double)wt / dpdiv);
         r->tmp = (uint64_t)(largest * (double)wt / dpdiv);
     }
-    /* autocast casts each fp32 weight once per forward to 16 bit and keeps the copy for
-     * backward; reentrant checkpointing runs the block forward under no_grad, so then only
-     * the lm_head copy (and one block's during recomputation) exists. */
-    if (mixed(c) && c->finetune == FT_FULL) {
+    /* autocast casts each fp32 weight to 16 bit for its matmul, and the matmul keeps that
+     * copy to compute its input's gradient (trained weights are also in autocast's cache;
+     * frozen fp32 weights, as under litgpt bf16-mixed LoRA, are kept the same way).
+     * Reentrant checkpointing runs the block forward under no_grad, so then only the
+     * lm_head copy (and one block's during recomputation) exists. */
+    const bool fp32_blocks = c->finetune == FT_FULL ||
+                             ((c->features & FEAT_FP32_BASE) && c->quant == QUANT_NONE);
+    if (mixed(c) && fp32_blocks) {
         r->amp_all = (uint64_t)((double)p->linear_w / tpdiv) * 2;
         r->amp_one = (uint64_t)((double)p->layer_linear_w / tpdiv) * 2;
     }
