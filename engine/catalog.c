@@ -161,10 +161,14 @@ int catalog_load(const char *dir, struct catalog *c, struct input_error *e)
     memset(c, 0, sizeof *c);
     snprintf(c->dir, sizeof c->dir, "%s", dir);
     snprintf(path, sizeof path, "%s/models.csv", dir);
-    if (catalog_load_models(path, c, e) != 0)
-        return -1;
-    snprintf(path, sizeof path, "%s/gpus.csv", dir);
-    return catalog_load_gpus(path, c, e);
+    int rc = catalog_load_models(path, c, e);
+    if (rc == 0) {
+        snprintf(path, sizeof path, "%s/gpus.csv", dir);
+        rc = catalog_load_gpus(path, c, e);
+    }
+    if (rc != 0) /* nothing half-loaded survives a failure */
+        catalog_free(c);
+    return rc;
 }
 
 void catalog_free(struct catalog *c)

@@ -20,7 +20,7 @@ struct catalog {
  * place), else <prefix>/share/llmem-sweep next to the installed binary. */
 const char *catalog_default_dir(void);
 
-/* Loads dir/models.csv and dir/gpus.csv. Returns 0, or -1 with e filled. */
+/* Loads dir/models.csv and dir/gpus.csv. Returns 0, or -1 with e filled and c empty. */
 int catalog_load(const char *dir, struct catalog *c, struct input_error *e);
 int catalog_load_models(const char *path, struct catalog *c, struct input_error *e);
 int catalog_load_gpus(const char *path, struct catalog *c, struct input_error *e);

@@ -99,5 +99,7 @@ int64_t chunk_for_dp(int64_t searched, int dp)
 {
     if (dp < 1)
         dp = 1;
+    if (searched < 1) /* not searched: no chunk rounding rather than a division by zero */
+        return 1;
     return (searched + dp - 1) / dp * dp;
 }

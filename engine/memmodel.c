@@ -428,7 +428,7 @@ void memmodel_predict(const struct model_plan *p, const struct train_config *c,
     struct mem_prepared mp;
     memmodel_prepare(p, c, opt, &mp);
     memmodel_eval(p, c, opt, &mp, e);
-    if (!mp.use_llmem) { /* the LLMem decomposition, for explain */
+    if (!mp.use_llmem && p->chunk_searched > 0) { /* the LLMem decomposition, for explain */
         struct llmem_terms t;
         llmem_static(p, c, opt->base_bytes, false, &t);
         llmem_eval(p, c, false, &t);

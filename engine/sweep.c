@@ -275,7 +275,8 @@ static void merge_worker(struct sweep_result *r, struct worker *w, size_t ncells
         *failed = 1;
         return;
     }
-    memcpy(all + r->nhits, w->hits, w->n * sizeof *all);
+    if (w->n)
+        memcpy(all + r->nhits, w->hits, w->n * sizeof *all);
     r->hits = all;
     r->nhits += w->n;
 }

@@ -1,0 +1,237 @@
+/* test_memmodel.c: the phase-timeline memory model on hand-worked cases.
+ *
+ * The model: a tiny llama-style network, worked out by hand once:
+ *   layers 2, hidden h 64, heads 4 (head_dim 16, q = 64), kv_heads 2 (kv = 32),
+ *   intermediate i 128, vocab v 1000, RMSNorm, gated MLP, rotary, untied lm_head, no biases.
+ *   embed 1000*64 = 64000; per layer: norms 2*64 = 128, q 64*64 = 4096, k 64*32 = 2048,
+ *   v 2048, o 4096, gate/up/down 3*64*128 = 24576 -> 36992; two layers 73984;
+ *   final norm 64; lm_head 64000.  Total 64000 + 73984 + 64 + 64000 = 202048. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "memmodel.h"
+#include "plan.h"
+
+static struct model_plan plan;
+
+static int setup(void **state)
+{
+    (void)state;
+    struct model_spec m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "tiny");
+    model_family_defaults("llama", &m);
+    m.layers = 2, m.hidden = 64, m.heads = 4, m.kv_heads = 2, m.head_dim = 16;
+    m.intermediate = 128, m.vocab = 1000, m.max_pos = 128;
+    return plan_init(&plan, &m);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    plan_free(&plan);
+    return 0;
+}
+
+static struct train_config base_config(void)
+{
+    struct train_config c = {
+        .method = METHOD_SINGLE, .gpus = 1, .tp = 1, .dp = 1, .micro_batch = 2, .seq_len = 8,
+        .precision = PREC_BF16_PURE, .finetune = FT_FULL, .grad_ckpt = false,
+        .optimizer = OPT_ADAMW, .stack = STACK_HF, .features = 0,
+    };
+    return c;
+}
+
+static void predict(const struct train_config *c, struct mem_estimate *e)
+{
+    struct mem_options o = {.paper = false, .base_bytes = 1 << 20};
+    memmodel_predict(&plan, c, &o, e);
+}
+
+static void test_param_count(void **state)
+{
+    (void)state;
+    assert_int_equal(plan.params, 202048);
+    assert_int_equal(plan.linear_w, 73728 + 64000); /* block Linears + lm_head */
+}
+
+/* Full bf16-pure AdamW (foreach) at the optimizer step: weights 2, grads 2, two states 2+2
+ * and one sqrt temporary 2 bytes per parameter. */
+static void test_optimizer_step_full_bf16(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate e;
+    predict(&c, &e);
+    const uint64_t *ph = e.phase[PHASE_OPTIMIZER];
+    assert_int_equal(ph[TERM_PARAMS], 2 * 202048);
+    assert_int_equal(ph[TERM_GRADS], 2 * 202048);
+    assert_int_equal(ph[TERM_OPTIMIZER], 4 * 202048 + 2 * 202048);
+    /* the fused kernel has no temporary */
+    c.features |= FEAT_FUSED_OPT;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 4 * 202048);
+}
+
+/* Activations of one block per token, full bf16-pure, SDPA (e_a = e_r = 2):
+ *   norms 2 x (4h fp32 upcast + 2h trained-weight output)        = 2 x 384 = 768
+ *   Linear inputs 2 x (2h + q + i) = 2 x (128 + 64 + 128)          = 640
+ *   SDPA 2 x (2q + 2kv) + 4 x heads = 2 x (128 + 64) + 16          = 400
+ *   gated MLP 3 x 2 x i                                            = 768
+ *   -> 2576 per token and block.  Tail: final norm 384 + lm_head input 128 = 512.
+ * b = 2, s = 8 -> t = 16; forward without checkpointing: 2 x 2576 x 16 + 512 x 16 = 90624. */
+static void test_forward_activations(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate e;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 90624);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_GRADS], 0); /* set_to_none between steps */
+    /* checkpointing keeps one boundary (e_r h = 128 bytes) per block and token:
+     * 2 x 128 x 16 + 512 x 16 = 12288 */
+    c.grad_ckpt = true;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 12288);
+}
+
+/* Eager attention keeps q and the expanded k, v (3 x 2 x 64 = 384) instead of SDPA's 400,
+ * plus fp32 softmax and 16-bit probabilities per head and key: 4 x 6 x s = 192 per token
+ * at s = 8. Per block and token +176; over 2 blocks and 16 tokens +5632. */
+static void test_eager_attention(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate sdpa, eager;
+    predict(&c, &sdpa);
+    c.features |= FEAT_EAGER_ATTN;
+    predict(&c, &eager);
+    assert_int_equal(eager.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
+                         sdpa.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 5632);
+}
+
+/* HF loss on an fp32 upcast: 12 bytes per token and vocab entry: 12 x 16 x 1000. litgpt's
+ * chunked CE keeps 16-bit chunks and their 16-bit log_softmax: 4 x 16 x 1000. */
+static void test_logits(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate e;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 192000);
+    c.stack = STACK_LITGPT;
+    c.features = FEAT_CHUNKED_CE;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 64000);
+}
+
+/* QLoRA r = 4 on q and v, bf16 compute, HF (adapters fp32):
+ *   block Linears 73728 weights in NF4: 0.5 + 4/64 bytes each = 41472
+ *   the rest (embedding, lm_head, norms) 202048 - 73728 = 128320 in bf16 = 256640
+ *   adapters per block: q 4 x (64 + 64) = 512, v 4 x (64 + 32) = 384 -> 896; two blocks 1792
+ *   trained in fp32: 7168.  Weights: 41472 + 256640 + 7168 = 305280.
+ *   AdamW states 8 bytes per adapter weight: 14336; gradients 4 bytes: 7168. */
+static void test_qlora_weights(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.precision = PREC_BF16;
+    c.finetune = FT_QLORA;
+    c.quant = QUANT_NF4;
+    c.lora_r = 4;
+    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
+    c.features = stack_features(STACK_HF);
+    struct mem_estimate e;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 305280);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_GRADS], 7168);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 14336 + 7168); /* + foreach temp */
+    /* double quantization: absmax 8-bit per 64 plus fp32 per 64 x 256:
+     * 73728 x (0.5 + 1/64 + 4/16384) = 36864 + 1152 + 18 = 38034 */
+    c.quant = QUANT_NF4_DQ;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 38034 + 256640 + 7168);
+}
+
+/* Paged optimizer states live in managed memory: not allocated, but on the device. */
+static void test_paged_states(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate plain, paged;
+    predict(&c, &plain);
+    c.features |= FEAT_PAGED_OPT;
+    predict(&c, &paged);
+    assert_int_equal(paged.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 2 * 202048); /* temp only */
+    assert_true(paged.allocated < plain.allocated);
+    assert_int_equal(paged.device - paged.reserved, (1 << 20) + 4 * 202048);
+}
+
+/* ZeRO-3 over 2 GPUs halves weights, gradients and states; DDP adds a gradient bucket. */
+static void test_sharding(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.method = METHOD_ADP, c.gpus = 2, c.dp = 2;
+    struct mem_estimate e;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 202048);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_GRADS], 202048);
+    c.method = METHOD_CDP;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 2 * 202048);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_COMM], 2 * 202048); /* bucket = grads */
+}
+
+/* The peak is the maximum over phases, and device = reserved + base (+ NCCL on 2+ GPUs). */
+static void test_peak_is_max_phase(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate e;
+    predict(&c, &e);
+    for (int ph = 0; ph < PHASE_COUNT; ph++)
+        assert_true(e.phase_reserved[ph] <= e.reserved);
+    assert_int_equal(e.reserved, e.phase_reserved[e.peak_phase]);
+    assert_int_equal(e.device, e.reserved + (1 << 20));
+    assert_true(e.allocated <= e.reserved);
+}
+
+/* Memory never shrinks as the micro-batch grows (what pruning relies on). */
+static void test_monotone(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    uint64_t last = 0;
+    for (int32_t b = 1; b <= 64; b *= 2) {
+        struct mem_estimate e;
+        c.micro_batch = b;
+        predict(&c, &e);
+        assert_true(e.device >= last); /* non-decreasing: allocator rounding can tie */
+        last = e.device;
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_param_count),
+        cmocka_unit_test(test_optimizer_step_full_bf16),
+        cmocka_unit_test(test_forward_activations),
+        cmocka_unit_test(test_eager_attention),
+        cmocka_unit_test(test_logits),
+        cmocka_unit_test(test_qlora_weights),
+        cmocka_unit_test(test_paged_states),
+        cmocka_unit_test(test_sharding),
+        cmocka_unit_test(test_peak_is_max_phase),
+        cmocka_unit_test(test_monotone),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
