@@ -1,4 +1,565 @@
-/* placeholder, replaced by the rules fitter */
+/* cmd_fit.c: `llmem-sweep fit`, measured peaks to a rule set (rules/README.md, "Fitting").
+ *
+ * The --match conditions play two parts: they are written into the rule set, and they
+ * select the measured rows it is fitted on, through the same matcher the sweep uses. So a
+ * set is never fitted on a row it would not apply to. */
+#include <csv.h>
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog.h"
 #include "commands.h"
-int cmd_fit(int argc, char **argv) { (void)argc; (void)argv; fputs("llmem-sweep: fit: not yet available\n", stderr); return 2; }
+#include "csv_table.h"
+#include "fit.h"
+#include "rules.h"
+
+#define MAX_ARGS 64
+
+struct fit_args {
+    const char *measured[MAX_ARGS], *match[MAX_ARGS], *notes[MAX_ARGS];
+    size_t nmeasured, nmatch, nnotes;
+    const char *feat_all;                /* --features LIST */
+    const char *feat_for[MAX_ARGS];      /* --features CAND=LIST */
+    size_t nfeat_for;
+    const char *out, *set, *metric, *data;
+    int with_model;
+    bool append, verbose;
+};
+
+/* A candidate being fitted: its rows and features. */
+struct cand_fit {
+    char name[FIT_CAND_MAX];
+    size_t *idx, n;
+    int feat[32];
+    size_t k;
+    double coef[32];
+    struct fit_stats st;
+};
+
+static void usage(FILE *f)
+{
+    fputs("usage: llmem-sweep fit --measured FILE.csv [--measured FILE.csv]... --out RULES.csv\n"
+          "         [--set NAME] [--match KEY=VALUE]... [--metric allocated|reserved|device]\n"
+          "         [--features LIST | --features CAND=LIST]... [--with-model yes|no]\n"
+          "         [--note TEXT]... [--append] [--data DIR] [--verbose]\n"
+          "Fits one rule set (rules/README.md): one candidate per peak_type of the rows that\n"
+          "match, coefficients by non-negative least squares on relative error.\n"
+          "  --match KEY=VALUE  a set-level rule row (model, family, finetune, quant, stack,\n"
+          "                     lora_targets, ..., micro_batch.max, ...): it restricts the set\n"
+          "                     and selects the rows it is fitted on\n"
+          "  --features LIST    comma list of features (README \"Features\"), for every\n"
+          "                     candidate or, as CAND=LIST, for one\n"
+          "  --append           keep the other sets of RULES.csv (this set is replaced)\n"
+          "Exit codes: 0 ok, 2 usage, 3 bad input (or too few rows), 4 I/O.\n",
+          f);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("llmem-sweep: fit: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (see llmem-sweep fit --help)\n", stderr);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+static int push_arg(const char **v, size_t *n, const char *s, const char *opt)
+{
+    if (*n == MAX_ARGS)
+        return usage_error("too many %s options", opt);
+    v[(*n)++] = s;
+    return 0;
+}
+
+/* Stores the value of option opt; returns 0 or an exit code. */
+static int take(struct fit_args *a, const char *opt, const char *val)
+{
+    if (!strcmp(opt, "--measured"))
+        return push_arg(a->measured, &a->nmeasured, val, opt);
+    if (!strcmp(opt, "--match"))
+        return push_arg(a->match, &a->nmatch, val, opt);
+    if (!strcmp(opt, "--note"))
+        return push_arg(a->notes, &a->nnotes, val, opt);
+    if (!strcmp(opt, "--features")) {
+        if (strchr(val, '='))
+            return push_arg(a->feat_for, &a->nfeat_for, val, opt);
+        a->feat_all = val;
+        return 0;
+    }
+    if (!strcmp(opt, "--with-model")) {
+        a->with_model = !strcmp(val, "yes") ? 1 : !strcmp(val, "no") ? 0 : -1;
+        return a->with_model < 0 ? usage_error("--with-model takes yes or no, not '%s'", val) : 0;
+    }
+    const char **slot = !strcmp(opt, "--out") ? &a->out : !strcmp(opt, "--set") ? &a->set
+                        : !strcmp(opt, "--metric") ? &a->metric : !strcmp(opt, "--data") ? &a->data
+                        : NULL;
+    if (!slot)
+        return usage_error("unknown option '%s'", opt);
+    *slot = val;
+    return 0;
+}
+
+/* Returns 0, -1 after --help, or an exit code. */
+static int parse_args(int argc, char **argv, struct fit_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->set = "fitted";
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            usage(stdout);
+            return -1;
+        }
+        if (!strcmp(arg, "--append") || !strcmp(arg, "--verbose")) {
+            *(arg[2] == 'a' ? &a->append : &a->verbose) = true;
+            continue;
+        }
+        if (strncmp(arg, "--", 2) != 0)
+            return usage_error("unexpected argument '%s'", arg);
+        char opt[32];
+        const char *eq = strchr(arg, '='), *val;
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (len >= sizeof opt)
+            return usage_error("unknown option '%s'", arg);
+        memcpy(opt, arg, len);
+        opt[len] = '\0';
+        if (eq)
+            val = eq + 1;
+        else if (i + 1 < argc)
+            val = argv[++i];
+        else
+            return usage_error("%s needs a value", arg);
+        int rc = take(a, opt, val);
+        if (rc)
+            return rc;
+    }
+    if (!a->nmeasured || !a->out)
+        return usage_error("%s", "--measured and --out are required");
+    if (a->metric && rules_metric_parse(a->metric) < 0)
+        return usage_error("--metric takes allocated, reserved or device, not '%s'", a->metric);
+    return 0;
+}
+
+/* --- feature lists ------------------------------------------------------------------- */
+
+/* Parses "a,b,c" into feat; returns the count, or 0 after a usage message. */
+static size_t parse_features(const char *list, int *feat, size_t max)
+{
+    size_t k = 0;
+    char name[64];
+    for (const char *s = list; *s;) {
+        size_t len = strcspn(s, ",");
+        if (len == 0 || len >= sizeof name) {
+            usage_error("bad feature list '%s'", list);
+            return 0;
+        }
+        memcpy(name, s, len);
+        name[len] = '\0';
+        int f = rules_feature_parse(name);
+        if (f < 0) {
+            usage_error("unknown feature '%s' (rules/README.md lists them)", name);
+            return 0;
+        }
+        for (size_t j = 0; j < k; j++)
+            if (feat[j] == f) {
+                usage_error("feature '%s' is listed twice", name);
+                return 0;
+            }
+        if (k == max) {
+            usage_error("too many features in '%s'", list);
+            return 0;
+        }
+        feat[k++] = f;
+        s += len + (s[len] == ',');
+    }
+    if (k == 0)
+        usage_error("empty feature list '%s'", list);
+    return k;
+}
+
+/* The features of candidate cf: CAND=LIST, else --features LIST, else the defaults. */
+static int candidate_features(const struct fit_args *a, struct cand_fit *cf)
+{
+    size_t max = sizeof cf->feat / sizeof cf->feat[0];
+    size_t n = strlen(cf->name);
+    for (size_t i = 0; i < a->nfeat_for; i++) {
+        if (strncmp(a->feat_for[i], cf->name, n) == 0 && a->feat_for[i][n] == '=') {
+            cf->k = parse_features(a->feat_for[i] + n + 1, cf->feat, max);
+            return cf->k ? 0 : EXIT_USAGE;
+        }
+    }
+    if (a->feat_all) {
+        cf->k = parse_features(a->feat_all, cf->feat, max);
+        return cf->k ? 0 : EXIT_USAGE;
+    }
+    cf->k = fit_default_features(cf->name, cf->feat);
+    return 0;
+}
+
+/* --- selecting rows ------------------------------------------------------------------ */
+
+/* A book holding just this set's match rows (and a placeholder candidate), so rows are
+ * selected by the matcher the sweep uses. Returns NULL after printing the reason. */
+static struct rule_book *selection_book(const struct fit_args *a)
+{
+    struct input_error e;
+    struct rule_book *rb = rules_new();
+    if (!rb)
+        return NULL;
+    int rc = rules_add(rb, a->set, "", "metric", "allocated", "--match", 0, &e);
+    if (rc == 0)
+        rc = rules_add(rb, a->set, "", "with_model", "no", "--match", 0, &e);
+    if (rc == 0)
+        rc = rules_add(rb, a->set, "select", "1", "0", "--match", 0, &e);
+    for (size_t i = 0; rc == 0 && i < a->nmatch; i++) {
+        char key[64];
+        const char *eq = strchr(a->match[i], '=');
+        size_t len = eq ? (size_t)(eq - a->match[i]) : 0;
+        if (!eq || len == 0 || len >= sizeof key) {
+            usage_error("--match takes KEY=VALUE, not '%s'", a->match[i]);
+            rules_free(rb);
+            return NULL;
+        }
+        memcpy(key, a->match[i], len);
+        key[len] = '\0';
+        rc = rules_add(rb, a->set, "", key, eq + 1, "--match", 0, &e);
+    }
+    if (rc == 0)
+        rc = rules_check(rb, &e);
+    if (rc != 0) {
+        input_error_print(&e);
+        rules_free(rb);
+        return NULL;
+    }
+    return rb;
+}
+
+struct selection {
+    size_t *idx, n;
+    int metric;
+    size_t unmatched, other_metric;
+};
+
+static int select_rows(const struct fit_args *a, struct fit_data *d, struct rule_book *rb,
+                       struct selection *sel)
+{
+    sel->idx = malloc((d->nrows ? d->nrows : 1) * sizeof *sel->idx);
+    if (!sel->idx)
+        return EXIT_IO;
+    sel->metric = a->metric ? rules_metric_parse(a->metric) : -1;
+    size_t first = 0;
+    for (size_t i = 0; i < d->nrows; i++) {
+        const struct fit_row *r = &d->rows[i];
+        if (rules_select(rb, &d->plans[r->model], &r->c) != 0) {
+            sel->unmatched++;
+            continue;
+        }
+        if (r->metric < 0 || (a->metric && r->metric != sel->metric)) {
+            sel->other_metric++;
+            continue;
+        }
+        if (sel->metric < 0) {
+            sel->metric = r->metric;
+            first = i;
+        } else if (r->metric != sel->metric) {
+            fprintf(stderr, "llmem-sweep: %s:%ld: metric %s, but %s:%ld is %s: a rule set predicts one "
+                    "metric (choose with --metric)\n", r->file, r->line,
+                    rules_metric_name((enum rules_metric)r->metric), d->rows[first].file,
+                    d->rows[first].line, rules_metric_name((enum rules_metric)sel->metric));
+            return EXIT_BAD_INPUT;
+        }
+        sel->idx[sel->n++] = i;
+    }
+    if (sel->n == 0) {
+        fprintf(stderr, "llmem-sweep: fit: no measured row matches set '%s' (%zu read, %zu skipped, "
+                "%zu not matching, %zu of another metric)\n", a->set, d->read, d->skipped,
+                sel->unmatched, sel->other_metric);
+        return EXIT_BAD_INPUT;
+    }
+    return 0;
+}
+
+/* Groups the selected rows by candidate, in order of first appearance. */
+static int group_rows(const struct fit_data *d, const struct selection *sel,
+                      struct cand_fit *cf, size_t *ncf)
+{
+    *ncf = 0;
+    for (size_t i = 0; i < sel->n; i++) {
+        const char *name = d->rows[sel->idx[i]].cand;
+        size_t c = 0;
+        while (c < *ncf && strcmp(cf[c].name, name) != 0)
+            c++;
+        if (c == *ncf) {
+            if (c == RULES_MAX_CANDIDATES) {
+                fprintf(stderr, "llmem-sweep: fit: more than %d peak types\n", RULES_MAX_CANDIDATES);
+                return EXIT_BAD_INPUT;
+            }
+            memset(&cf[c], 0, sizeof cf[c]);
+            snprintf(cf[c].name, sizeof cf[c].name, "%s", name);
+            if (!(cf[c].idx = malloc(sel->n * sizeof *cf[c].idx)))
+                return EXIT_IO;
+            (*ncf)++;
+        }
+        cf[c].idx[cf[c].n++] = sel->idx[i];
+    }
+    return 0;
+}
+
+static int fit_all(const struct fit_args *a, const struct fit_data *d, struct cand_fit *cf,
+                   size_t ncf)
+{
+    for (size_t c = 0; c < ncf; c++) {
+        int rc = candidate_features(a, &cf[c]);
+        if (rc)
+            return rc;
+        if (cf[c].k + 1 > cf[c].n) {
+            fprintf(stderr, "llmem-sweep: fit: candidate '%s' has %zu rows: %zu coefficients need "
+                    "at least %zu (at most rows - 1 coefficients, so the fit can be judged); give "
+                    "fewer --features or more rows\n", cf[c].name, cf[c].n, cf[c].k, cf[c].k + 1);
+            return EXIT_BAD_INPUT;
+        }
+        if (fit_candidate(d, cf[c].idx, cf[c].n, cf[c].feat, cf[c].k, cf[c].coef, &cf[c].st)) {
+            fprintf(stderr, "llmem-sweep: fit: candidate '%s': the least-squares solver failed\n",
+                    cf[c].name);
+            return EXIT_BAD_INPUT;
+        }
+    }
+    return 0;
+}
+
+/* --- writing ------------------------------------------------------------------------- */
+
+/* Plain when safe, quoted (libcsv) when the text has separators, quotes, line ends or
+ * edge blanks (which strict reading would trim). */
+static void put_field(FILE *f, const char *s)
+{
+    size_t n = strlen(s);
+    if (strpbrk(s, ",\"\r\n") || (n && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' ||
+                                        s[n - 1] == '\t')))
+        csv_fwrite(f, s, n);
+    else
+        fputs(s, f);
+}
+
+static void put_row(FILE *f, const char *set, const char *cand, const char *key,
+                    const char *value, const char *note)
+{
+    put_field(f, set);
+    fputc(',', f);
+    put_field(f, cand);
+    fputc(',', f);
+    put_field(f, key);
+    fputc(',', f);
+    put_field(f, value);
+    fputc(',', f);
+    put_field(f, note);
+    fputc('\n', f);
+}
+
+/* A coefficient (10 significant digits, fixed = false) or a statistic (3 decimals). */
+static void put_number(FILE *f, const char *set, const char *cand, const char *key, double v,
+                       bool fixed, const char *note)
+{
+    char buf[64];
+    if (fixed)
+        snprintf(buf, sizeof buf, "%.3f", v);
+    else
+        snprintf(buf, sizeof buf, "%.10g", v);
+    put_row(f, set, cand, key, buf, note);
+}
+
+/* The rows of --append's existing file that belong to other sets. */
+static void put_kept(FILE *f, const struct csv_table *old, const char *set)
+{
+    if (!old)
+        return;
+    int cs = csv_table_col(old, "set"), cc = csv_table_col(old, "candidate");
+    int ck = csv_table_col(old, "key"), cv = csv_table_col(old, "value");
+    int cn = csv_table_col(old, "note");
+    for (size_t r = 0; r < old->nrows; r++) {
+        char **row = old->cells[r];
+        if (strcmp(row[cs], set) != 0)
+            put_row(f, row[cs], row[cc], row[ck], row[cv], cn >= 0 ? row[cn] : "");
+    }
+}
+
+static void put_set(FILE *f, const struct fit_args *a, const struct fit_data *d,
+                    const struct selection *sel, const struct cand_fit *cf, size_t ncf)
+{
+    const char *s = a->set;
+    put_row(f, s, "", "metric", rules_metric_name((enum rules_metric)sel->metric), "");
+    put_row(f, s, "", "with_model", a->with_model == 1 ? "yes" : "no", "");
+    for (size_t i = 0; i < a->nmatch; i++) {
+        char key[64];
+        const char *eq = strchr(a->match[i], '=');
+        snprintf(key, sizeof key, "%.*s", (int)(eq - a->match[i]), a->match[i]);
+        put_row(f, s, "", key, eq + 1, "");
+    }
+    char note[1024];
+    int w = snprintf(note, sizeof note, "fitted by llmem-sweep fit on %zu rows of", sel->n);
+    for (size_t i = 0; i < d->nfiles && w > 0 && (size_t)w < sizeof note; i++)
+        w += snprintf(note + w, sizeof note - (size_t)w, "%s %s", i ? "," : "", d->files[i]);
+    put_row(f, s, "", "note", note, "");
+    for (size_t i = 0; i < a->nnotes; i++)
+        put_row(f, s, "", "note", a->notes[i], "");
+    for (size_t c = 0; c < ncf; c++) {
+        const char *n = cf[c].name;
+        for (size_t j = 0; j < cf[c].k; j++)
+            put_number(f, s, n, rules_feature_name(cf[c].feat[j]), cf[c].coef[j], false,
+                       j == 0 ? "bytes per feature unit" : "");
+        put_number(f, s, n, "fit.rows", (double)cf[c].st.rows, false, "");
+        put_number(f, s, n, "fit.mean_pct", cf[c].st.mean_pct, true, "in-sample");
+        put_number(f, s, n, "fit.rms_pct", cf[c].st.rms_pct, true, "in-sample");
+        put_number(f, s, n, "fit.max_pct", cf[c].st.max_pct, true, "in-sample");
+        put_number(f, s, n, "fit.loo_mean_pct", cf[c].st.loo_mean_pct, true, "leave-one-out");
+        put_number(f, s, n, "fit.loo_rms_pct", cf[c].st.loo_rms_pct, true, "leave-one-out");
+        put_number(f, s, n, "fit.loo_max_pct", cf[c].st.loo_max_pct, true, "leave-one-out");
+    }
+}
+
+/* Reads the existing file for --append: NULL table when it does not exist yet. */
+static int read_existing(const char *path, struct csv_table *t, bool *have)
+{
+    struct input_error e;
+    struct rule_book *rb;
+    *have = false;
+    if (access(path, F_OK) != 0)
+        return 0;
+    if (rules_load(path, &rb, &e) != 0 || csv_table_read(path, t, &e) != 0) {
+        input_error_print(&e);
+        return e.code;
+    }
+    rules_free(rb);
+    *have = true;
+    return 0;
+}
+
+/* Writes to a temporary file beside the target, checks that it loads as rules, then
+ * renames it into place, so the target is never half-written. */
+static int write_rules(const struct fit_args *a, const struct fit_data *d,
+                       const struct selection *sel, const struct cand_fit *cf, size_t ncf,
+                       const struct csv_table *old)
+{
+    char tmp[1100];
+    int w = snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", a->out);
+    if (w < 0 || (size_t)w >= sizeof tmp)
+        return usage_error("output path too long: %s", a->out);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        fprintf(stderr, "llmem-sweep: %s: cannot create: %s\n", tmp, strerror(errno));
+        if (fd >= 0)
+            close(fd), unlink(tmp);
+        return EXIT_IO;
+    }
+    fchmod(fd, 0644);
+    fputs("set,candidate,key,value,note\n", f);
+    put_kept(f, old, a->set);
+    put_set(f, a, d, sel, cf, ncf);
+    int bad = fflush(f) != 0 || ferror(f) || fsync(fd) != 0;
+    bad |= fclose(f) != 0;
+    struct rule_book *rb = NULL;
+    struct input_error e;
+    if (bad) {
+        fprintf(stderr, "llmem-sweep: %s: write error: %s\n", tmp, strerror(errno));
+    } else if (rules_load(tmp, &rb, &e) != 0) {
+        input_error_print(&e); /* cannot happen: the writer and the reader disagree */
+        bad = 1;
+    } else if (rename(tmp, a->out) != 0) {
+        fprintf(stderr, "llmem-sweep: %s: cannot write: %s\n", a->out, strerror(errno));
+        bad = 1;
+    }
+    rules_free(rb);
+    if (bad)
+        unlink(tmp);
+    return bad ? EXIT_IO : 0;
+}
+
+/* --- report -------------------------------------------------------------------------- */
+
+static void report(const struct fit_args *a, const struct fit_data *d, const struct selection *sel,
+                   const struct cand_fit *cf, size_t ncf)
+{
+    printf("set %s: metric %s, with_model %s; %zu rows used of %zu read (%zu skipped, %zu not "
+           "matching, %zu of another metric)\n", a->set,
+           rules_metric_name((enum rules_metric)sel->metric), a->with_model == 1 ? "yes" : "no",
+           sel->n, d->read, d->skipped, sel->unmatched, sel->other_metric);
+    printf("%-10s %5s %7s %7s %7s %9s %9s %9s  coefficients (bytes per unit)\n", "candidate",
+           "rows", "mean%", "rms%", "max%", "loo_mean%", "loo_rms%", "loo_max%");
+    for (size_t c = 0; c < ncf; c++) {
+        const struct fit_stats *st = &cf[c].st;
+        printf("%-10s %5zu %7.3f %7.3f %7.3f %9.3f %9.3f %9.3f ", cf[c].name, st->rows,
+               st->mean_pct, st->rms_pct, st->max_pct, st->loo_mean_pct, st->loo_rms_pct,
+               st->loo_max_pct);
+        for (size_t j = 0; j < cf[c].k; j++)
+            printf(" %s=%.6g", rules_feature_name(cf[c].feat[j]), cf[c].coef[j]);
+        putchar('\n');
+    }
+    printf("wrote %s\n", a->out);
+}
+
+static int run(const struct fit_args *a, struct fit_data *d, struct rule_book *rb)
+{
+    struct selection sel = {0};
+    struct cand_fit cf[RULES_MAX_CANDIDATES];
+    size_t ncf = 0;
+    struct csv_table old;
+    bool have_old = false;
+    int rc = select_rows(a, d, rb, &sel);
+    if (!rc)
+        rc = group_rows(d, &sel, cf, &ncf);
+    if (!rc)
+        rc = fit_all(a, d, cf, ncf);
+    if (!rc && a->append)
+        rc = read_existing(a->out, &old, &have_old);
+    if (!rc)
+        rc = write_rules(a, d, &sel, cf, ncf, have_old ? &old : NULL);
+    if (!rc)
+        report(a, d, &sel, cf, ncf);
+    if (have_old)
+        csv_table_free(&old);
+    for (size_t c = 0; c < ncf; c++)
+        free(cf[c].idx);
+    free(sel.idx);
+    return rc;
+}
+
+int cmd_fit(int argc, char **argv)
+{
+    struct fit_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    struct rule_book *rb = selection_book(&a);
+    if (!rb)
+        return EXIT_USAGE;
+    struct catalog cat;
+    struct input_error e;
+    if (catalog_load(a.data ? a.data : catalog_default_dir(), &cat, &e) != 0) {
+        input_error_print(&e);
+        rules_free(rb);
+        return e.code;
+    }
+    struct fit_data d = {.log = a.verbose ? stderr : NULL};
+    for (size_t i = 0; rc == 0 && i < a.nmeasured; i++) {
+        if (fit_data_load(&d, a.measured[i], &cat, &e) != 0) {
+            input_error_print(&e);
+            rc = e.code;
+        }
+    }
+    if (rc == 0)
+        rc = run(&a, &d, rb);
+    fit_data_free(&d);
+    catalog_free(&cat);
+    rules_free(rb);
+    return rc;
+}

@@ -9,6 +9,7 @@
 #define LLMEM_RULES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -39,5 +40,82 @@ bool rules_eval(const struct rule_book *rb, int set, const struct model_plan *p,
 
 /* "set/candidate" label of a candidate, for reports and explain. */
 const char *rules_label(const struct rule_book *rb, int candidate);
+
+/* --- additions ------------------------------------------------------------------------ */
+
+/* Limits of one rule set (a loaded file that exceeds them is rejected with a message). */
+#define RULES_MAX_CANDIDATES 16
+#define RULES_NAME_MAX 64
+
+/* LoRA on the token embedding (Salisbury's "Embedding" component). The memory model has no
+ * such target; only rule features (trainable, r*h*L_targets) and rule matching know it. */
+#define RULES_TARGET_EMBED TARGET_BIT(ROLE_EMBED)
+
+enum rules_metric { RULES_ALLOCATED, RULES_RESERVED, RULES_DEVICE, RULES_METRIC_COUNT };
+
+/* Parses "allocated" | "reserved" | "device"; -1 otherwise. */
+int rules_metric_parse(const char *s);
+const char *rules_metric_name(enum rules_metric m);
+
+/* Features (README "Features"): value = multiplier(model, config) x monomial(b, s) where the
+ * monomial is 1, b*s or b*s^2. Ids are 0 .. rules_feature_count() - 1. */
+int rules_feature_count(void);
+int rules_feature_parse(const char *name); /* -1 when unknown */
+const char *rules_feature_name(int feature);
+/* The feature's value for the configuration, micro-batch and sequence length included. */
+double rules_feature_value(int feature, const struct model_plan *p,
+                           const struct train_config *c);
+/* Trainable parameters: LoRA adapters (embedding target included), or all parameters. */
+double rules_trainable(const struct model_plan *p, const struct train_config *c);
+
+/* "a+b+c" LoRA targets as on the command line, plus "embed". Returns 0 or -1. */
+int rules_targets_parse(const char *s, uint32_t *out);
+
+/* Parses a rules CSV held in memory; name is used in messages (the fuzz target's entry). */
+int rules_parse(const char *buf, size_t len, const char *name, struct rule_book **out,
+                struct input_error *e);
+
+/* Builds a book row by row, as the loader does from each CSV row (README "Format"); then
+ * rules_check() verifies that every set is complete. Used by the fitter for --match. */
+struct rule_book *rules_new(void);
+int rules_add(struct rule_book *rb, const char *set, const char *candidate, const char *key,
+              const char *value, const char *file, long line, struct input_error *e);
+int rules_check(struct rule_book *rb, struct input_error *e);
+
+/* Sets and candidates of a book. Candidate ids are global to the book. */
+int rules_set_count(const struct rule_book *rb);
+int rules_find_set(const struct rule_book *rb, const char *name);
+const char *rules_set_name(const struct rule_book *rb, int set);
+enum rules_metric rules_set_metric(const struct rule_book *rb, int set);
+bool rules_set_with_model(const struct rule_book *rb, int set);
+int rules_set_candidates(const struct rule_book *rb, int set, const int **ids);
+const char *rules_candidate_name(const struct rule_book *rb, int candidate);
+/* The candidate's terms: up to max (feature id, coefficient) pairs; returns their count. */
+int rules_candidate_terms(const struct rule_book *rb, int candidate, int *features,
+                          double *coefs, int max);
+
+/* The set that applies to one point (model, configuration, micro-batch and sequence
+ * ranges), or -1. Binds the model, so it is not for parallel regions. */
+int rules_select(struct rule_book *rb, const struct model_plan *p, const struct train_config *c);
+
+/* The hot path without per-point compilation: rules_compile() once per configuration folds
+ * every feature's model and configuration factors into three coefficients per candidate,
+ * so rules_eval_point() is a dot product with (1, b*s, b*s^2) and a maximum. */
+struct rules_point {
+    int set;                                /* -1: no rule set applies */
+    int ncand;
+    double k[RULES_MAX_CANDIDATES][3];      /* bytes per 1, per b*s, per b*s^2 */
+};
+void rules_compile(const struct rule_book *rb, int set, const struct model_plan *p,
+                   const struct train_config *c, struct rules_point *pt);
+/* Like rules_eval, for c->micro_batch and c->seq_len. */
+bool rules_eval_point(const struct rule_book *rb, const struct rules_point *pt,
+                      const struct train_config *c, const struct mem_estimate *e,
+                      uint64_t *peak, int *candidate);
+/* The raw maximum over the candidates in the set's metric (no device conversion, no
+ * with_model), for validation against measurements of that metric. Returns the candidate
+ * id, or -1 when the point is outside the set's micro-batch/sequence ranges. */
+int rules_eval_metric(const struct rule_book *rb, const struct rules_point *pt,
+                      const struct train_config *c, double *bytes);
 
 #endif

@@ -1,0 +1,433 @@
+/* fit.c: measured rows to fitting data, and the NNLS fit of one peak candidate. */
+#include "fit.h"
+
+#include <libgen.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "csv_table.h"
+#include "job.h"
+#include "nnls.h"
+
+/* --- reading measured rows ----------------------------------------------------------- */
+
+static const char *const required[] = {
+    "model", "method", "gpus", "tp", "micro_batch", "seq_len", "precision", "finetune", "lora_r",
+    "lora_targets", "quant", "grad_ckpt", "optimizer", "metric", "measured_gib", "gpu",
+    "framework", "source", NULL,
+};
+
+static const char *cell(const struct csv_table *t, size_t r, const char *col)
+{
+    int c = csv_table_col(t, col);
+    return c >= 0 ? t->cells[r][c] : "";
+}
+
+/* The stack features a row names (datasets/measured/README.md); unknown flags are kept out
+ * of the configuration (rules features do not depend on them). */
+static void row_features(const char *list, struct train_config *c)
+{
+    static const struct {
+        const char *name;
+        uint32_t bit;
+    } flags[] = {
+        {"chunked-ce", FEAT_CHUNKED_CE}, {"untied-head", FEAT_UNTIED_HEAD},
+        {"opt-in-bwd", FEAT_OPT_IN_BWD}, {"paged", FEAT_PAGED_OPT},
+        {"fsdp", FEAT_FSDP},
+    };
+    while (*list) {
+        size_t len = strcspn(list, "+");
+        if (len == 12 && strncmp(list, "double-quant", len) == 0 && c->quant == QUANT_NF4)
+            c->quant = QUANT_NF4_DQ;
+        for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+            if (strlen(flags[i].name) == len && strncmp(list, flags[i].name, len) == 0)
+                c->features |= flags[i].bit;
+        list += len + (list[len] == '+');
+    }
+}
+
+/* Parses an enum cell; returns NULL, or the skip reason written into why. */
+static const char *enum_cell(const struct csv_table *t, size_t r, const char *col,
+                             int (*parse)(const char *), int *out, char *why, size_t n)
+{
+    *out = parse(cell(t, r, col));
+    if (*out >= 0)
+        return NULL;
+    snprintf(why, n, "%s '%.60s' is not supported", col, cell(t, r, col));
+    return why;
+}
+
+static int ckpt_value(const char *s) { return !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -1; }
+
+static const char *row_enums(const struct csv_table *t, size_t r, struct train_config *c,
+                             char *why, size_t n)
+{
+    int v[7] = {0};
+    const char *bad = enum_cell(t, r, "method", method_parse, &v[0], why, n);
+    if (!bad)
+        bad = enum_cell(t, r, "precision", precision_parse, &v[1], why, n);
+    if (!bad)
+        bad = enum_cell(t, r, "finetune", finetune_parse, &v[2], why, n);
+    if (!bad)
+        bad = enum_cell(t, r, "quant", quant_parse, &v[3], why, n);
+    if (!bad)
+        bad = enum_cell(t, r, "optimizer", optimizer_parse, &v[4], why, n);
+    if (!bad)
+        bad = enum_cell(t, r, "grad_ckpt", ckpt_value, &v[5], why, n);
+    const char *stack = cell(t, r, "stack");
+    v[6] = *stack ? stack_parse(stack) : (int)STACK_HF;
+    if (!bad && v[6] < 0) {
+        snprintf(why, n, "stack '%.60s' is not supported", stack);
+        bad = why;
+    }
+    if (bad)
+        return bad;
+    c->method = (enum method)v[0];
+    c->precision = (enum precision)v[1];
+    c->finetune = (enum finetune)v[2];
+    c->quant = (enum quant)v[3];
+    c->optimizer = (enum optimizer)v[4];
+    c->grad_ckpt = v[5] == 1;
+    c->stack = (enum stack)v[6];
+    c->features = stack_features(c->stack);
+    row_features(cell(t, r, "features"), c);
+    return NULL;
+}
+
+/* LoRA targets: the contract column, or for LoRA on the token embedding (which the contract
+ * cannot name) an empty column with lora_component = embedding. */
+static const char *row_targets(const struct csv_table *t, size_t r, struct train_config *c,
+                               char *why, size_t n)
+{
+    const char *tg = cell(t, r, "lora_targets");
+    if (!*tg && strcmp(cell(t, r, "lora_component"), "embedding") == 0) {
+        c->lora_targets = RULES_TARGET_EMBED;
+        return NULL;
+    }
+    if (rules_targets_parse(tg, &c->lora_targets) == 0)
+        return NULL;
+    snprintf(why, n, "lora_targets '%.60s' is not supported", tg);
+    return why;
+}
+
+/* Integers of the row; a malformed cell is an error (-1), an empty sequence length a skip
+ * (1, with why). */
+static int row_numbers(const struct csv_table *t, size_t r, struct train_config *c, char *why,
+                       size_t n, struct input_error *e)
+{
+    int64_t g, tp, b, s, lr = 0;
+    if (!*cell(t, r, "seq_len")) {
+        snprintf(why, n, "sequence length unknown");
+        return 1;
+    }
+    if (csv_get_i64(t, r, csv_table_col(t, "gpus"), 1, 4096, &g, e) ||
+        csv_get_i64(t, r, csv_table_col(t, "tp"), 1, 4096, &tp, e) ||
+        csv_get_i64(t, r, csv_table_col(t, "micro_batch"), 1, 1 << 20, &b, e) ||
+        csv_get_i64(t, r, csv_table_col(t, "seq_len"), 1, 1 << 24, &s, e))
+        return -1;
+    if (c->finetune != FT_FULL &&
+        csv_get_i64(t, r, csv_table_col(t, "lora_r"), 1, 1 << 20, &lr, e))
+        return -1;
+    c->gpus = (int32_t)g;
+    c->tp = (int32_t)tp;
+    c->dp = (int32_t)(g / tp);
+    c->micro_batch = (int32_t)b;
+    c->seq_len = (int32_t)s;
+    c->lora_r = (int32_t)lr;
+    return 0;
+}
+
+static char *dup_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+/* Index of the model's plan, built on first use; -1 when the model cannot be resolved
+ * (neither a catalog id nor a config.json beside the CSV), -2 when memory runs out. */
+static long model_plan(struct fit_data *d, const char *csv, const char *name,
+                       const struct catalog *cat)
+{
+    for (size_t i = 0; i < d->nplans; i++)
+        if (strcmp(d->model_names[i], name) == 0)
+            return (long)i;
+    struct model_spec m;
+    const struct model_spec *found = catalog_find_model(cat, name);
+    if (found) {
+        m = *found;
+    } else {
+        char dir[1024], path[2048];
+        snprintf(dir, sizeof dir, "%s", csv);
+        snprintf(path, sizeof path, "%s/%s", dirname(dir), name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            return -1;
+        fclose(f);
+        if (job_resolve_model(cat, path, &m) != 0)
+            return -1;
+    }
+    if (d->nplans == d->capplans) {
+        size_t cap = d->capplans ? 2 * d->capplans : 8;
+        struct model_plan *p = realloc(d->plans, cap * sizeof *p);
+        if (p)
+            d->plans = p;
+        char **names = p ? realloc(d->model_names, cap * sizeof *names) : NULL;
+        if (!names)
+            return -2;
+        d->model_names = names;
+        d->capplans = cap;
+    }
+    if (!(d->model_names[d->nplans] = dup_string(name)))
+        return -2;
+    if (plan_init(&d->plans[d->nplans], &m) != 0) {
+        free(d->model_names[d->nplans]);
+        return -2;
+    }
+    return (long)d->nplans++;
+}
+
+static int valid_cand_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= FIT_CAND_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '_' || s[i] == '-'))
+            return 0;
+    return 1;
+}
+
+/* Fills row from table row r. Returns 0 (row ready), 1 (skipped, why set), -1 (error). */
+static int read_row(struct fit_data *d, const struct csv_table *t, size_t r,
+                    const struct catalog *cat, struct fit_row *row, char *why, size_t n,
+                    struct input_error *e)
+{
+    memset(row, 0, sizeof *row);
+    double gib;
+    if (csv_get_f64(t, r, csv_table_col(t, "measured_gib"), 1e-9, 1e7, &gib, e) != 0)
+        return -1;
+    row->y = gib * 1073741824.0;
+    row->line = t->lines[r];
+    row->metric = rules_metric_parse(cell(t, r, "metric"));
+    const char *pt = cell(t, r, "peak_type");
+    if (*pt && !valid_cand_name(pt))
+        return csv_cell_error(t, r, csv_table_col(t, "peak_type"), e,
+                              "'%.60s': a peak type is 1 to %d letters, digits, '.', '_', '-'",
+                              pt, FIT_CAND_MAX - 1);
+    snprintf(row->cand, sizeof row->cand, "%s", *pt ? pt : "peak");
+    const char *status = cell(t, r, "status");
+    if (*status && strcmp(status, "ok") != 0) {
+        snprintf(why, n, "measurement status '%.60s'", status);
+        return 1;
+    }
+    if (row_enums(t, r, &row->c, why, n))
+        return 1;
+    if (row->c.finetune != FT_FULL && row_targets(t, r, &row->c, why, n))
+        return 1;
+    int rc = row_numbers(t, r, &row->c, why, n, e);
+    if (rc != 0)
+        return rc;
+    long m = model_plan(d, t->path, cell(t, r, "model"), cat);
+    if (m == -2)
+        return input_error_set(e, EXIT_IO, t->path, row->line, NULL, "out of memory");
+    if (m < 0) {
+        snprintf(why, n, "model '%.80s' is not in the catalog (and no config.json beside the CSV)",
+                 cell(t, r, "model"));
+        return 1;
+    }
+    row->model = (size_t)m;
+    return 0;
+}
+
+static int push_row(struct fit_data *d, const struct fit_row *row)
+{
+    if (d->nrows == d->caprows) {
+        size_t cap = d->caprows ? 2 * d->caprows : 64;
+        struct fit_row *p = realloc(d->rows, cap * sizeof *p);
+        if (!p)
+            return -1;
+        d->rows = p;
+        d->caprows = cap;
+    }
+    d->rows[d->nrows++] = *row;
+    return 0;
+}
+
+static const char *keep_path(struct fit_data *d, const char *path)
+{
+    char **files = realloc(d->files, (d->nfiles + 1) * sizeof *files);
+    if (!files)
+        return NULL;
+    d->files = files;
+    if (!(files[d->nfiles] = dup_string(path)))
+        return NULL;
+    return files[d->nfiles++];
+}
+
+int fit_data_load(struct fit_data *d, const char *path, const struct catalog *cat,
+                  struct input_error *e)
+{
+    struct csv_table t;
+    if (csv_table_read(path, &t, e) != 0)
+        return -1;
+    int rc = csv_table_require(&t, required, e);
+    const char *file = rc == 0 ? keep_path(d, path) : NULL;
+    if (rc == 0 && !file)
+        rc = input_error_set(e, EXIT_IO, path, 0, NULL, "out of memory");
+    for (size_t r = 0; rc == 0 && r < t.nrows; r++) {
+        struct fit_row row;
+        char why[200];
+        int got = read_row(d, &t, r, cat, &row, why, sizeof why, e);
+        d->read++;
+        if (got < 0) {
+            rc = -1;
+        } else if (got > 0) {
+            d->skipped++;
+            if (d->log)
+                fprintf(d->log, "llmem-sweep: %s:%ld: skipped: %s\n", path, t.lines[r], why);
+        } else {
+            row.file = file;
+            if (push_row(d, &row) != 0)
+                rc = input_error_set(e, EXIT_IO, path, row.line, NULL, "out of memory");
+        }
+    }
+    csv_table_free(&t);
+    return rc;
+}
+
+void fit_data_free(struct fit_data *d)
+{
+    for (size_t i = 0; i < d->nplans; i++) {
+        plan_free(&d->plans[i]);
+        free(d->model_names[i]);
+    }
+    for (size_t i = 0; i < d->nfiles; i++)
+        free(d->files[i]);
+    free(d->plans);
+    free(d->model_names);
+    free(d->files);
+    free(d->rows);
+    memset(d, 0, sizeof *d);
+}
+
+/* --- fitting ------------------------------------------------------------------------- */
+
+double fit_feature(const struct fit_data *d, size_t row, int feature)
+{
+    const struct fit_row *r = &d->rows[row];
+    return rules_feature_value(feature, &d->plans[r->model], &r->c);
+}
+
+double fit_predict(const struct fit_data *d, size_t row, const int *feat, size_t k,
+                   const double *coef)
+{
+    double v = 0.0;
+    for (size_t j = 0; j < k; j++)
+        v += coef[j] * fit_feature(d, row, feat[j]);
+    return v;
+}
+
+/* NNLS over rows idx[0..n) except idx[skip] (skip = n: none). Rows are divided by their
+ * measurement (relative error) and columns scaled to unit norm, so a coefficient of
+ * 1e-9 bytes per token-dimension and one of 3e9 bytes meet on equal terms. */
+static int solve(const struct fit_data *d, const size_t *idx, size_t n, size_t skip,
+                 const int *feat, size_t k, double *coef)
+{
+    size_t m = n - (skip < n);
+    double *a = malloc((m * k + m + k) * sizeof *a);
+    if (!a)
+        return -1;
+    double *b = a + m * k, *scale = b + m;
+    for (size_t i = 0, row = 0; i < n; i++) {
+        if (i == skip)
+            continue;
+        for (size_t j = 0; j < k; j++)
+            a[row * k + j] = fit_feature(d, idx[i], feat[j]) / d->rows[idx[i]].y;
+        b[row++] = 1.0;
+    }
+    for (size_t j = 0; j < k; j++) {
+        double s = 0.0;
+        for (size_t i = 0; i < m; i++)
+            s += a[i * k + j] * a[i * k + j];
+        scale[j] = sqrt(s);
+        for (size_t i = 0; i < m; i++)
+            a[i * k + j] = scale[j] > 0.0 ? a[i * k + j] / scale[j] : 0.0;
+    }
+    int rc = nnls(a, m, k, b, coef, NULL);
+    for (size_t j = 0; j < k; j++)
+        coef[j] = scale[j] > 0.0 ? coef[j] / scale[j] : 0.0;
+    free(a);
+    return rc;
+}
+
+static double pct_error(const struct fit_data *d, size_t row, double pred)
+{
+    return 100.0 * (pred - d->rows[row].y) / d->rows[row].y;
+}
+
+int fit_candidate(const struct fit_data *d, const size_t *idx, size_t n, const int *feat,
+                  size_t k, double *coef, struct fit_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->rows = n;
+    if (n <= k || solve(d, idx, n, n, feat, k, coef) != 0)
+        return -1;
+    double *loo = malloc((k ? k : 1) * sizeof *loo);
+    if (!loo)
+        return -1;
+    double ss = 0.0, loo_ss = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double err = pct_error(d, idx[i], fit_predict(d, idx[i], feat, k, coef));
+        ss += err * err;
+        st->mean_pct += fabs(err) / (double)n;
+        st->max_pct = fmax(st->max_pct, fabs(err));
+        if (solve(d, idx, n, i, feat, k, loo) != 0) {
+            free(loo);
+            return -1;
+        }
+        err = pct_error(d, idx[i], fit_predict(d, idx[i], feat, k, loo));
+        loo_ss += err * err;
+        st->loo_mean_pct += fabs(err) / (double)n;
+        st->loo_max_pct = fmax(st->loo_max_pct, fabs(err));
+    }
+    st->rms_pct = sqrt(ss / (double)n);
+    st->loo_rms_pct = sqrt(loo_ss / (double)n);
+    free(loo);
+    return 0;
+}
+
+/* Physically motivated defaults (README "Default features"): a constant for everything the
+ * configuration fixes (weights, quantization constants, workspaces), the trainable
+ * parameters (adapters or weights, their gradients and optimizer states), and the
+ * activation term of the peak's phase (Salisbury's peak types): checkpointed block inputs
+ * while the forward pass reaches the top block (B), the logits and loss tensors of the
+ * central spikes after the forward pass (C, D), the MLP-wide temporaries of a block's
+ * backward pass (E to H). A (quantization) depends on the weights only; I (embedding
+ * LoRA at the end of the step) on the adapters. */
+size_t fit_default_features(const char *cand, int *feat)
+{
+    static const struct {
+        const char *cand;
+        const char *features[3];
+    } table[] = {
+        {"A", {"1", "params", NULL}},         {"B", {"1", "trainable", "b*s*h*L"}},
+        {"C", {"1", "trainable", "b*s*v"}},   {"D", {"1", "trainable", "b*s*v"}},
+        {"E", {"1", "trainable", "b*s*i"}},   {"F", {"1", "trainable", "b*s*i"}},
+        {"G", {"1", "trainable", "b*s*i"}},   {"H", {"1", "trainable", "b*s*i"}},
+        {"I", {"1", "trainable", NULL}},
+    };
+    static const char *const other[3] = {"1", "trainable", "b*s*h*L"};
+    const char *const *names = other;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(table[i].cand, cand) == 0)
+            names = table[i].features;
+    size_t k = 0;
+    for (size_t i = 0; i < 3 && names[i]; i++)
+        feat[k++] = rules_feature_parse(names[i]);
+    return k;
+}

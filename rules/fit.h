@@ -1,0 +1,73 @@
+/* fit.h: measured rows as fitting data, and the per-candidate fit (rules/README.md, "Fitting").
+ *
+ * A measured CSV (DESIGN.md section 5) becomes rows of (model plan, configuration, measured
+ * bytes, peak candidate). The fit of one candidate is a non-negative least-squares problem
+ * in relative error: row i weighs 1 / y_i, so every row counts by its percentage error. */
+#ifndef LLMEM_FIT_H
+#define LLMEM_FIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "catalog.h"
+#include "plan.h"
+#include "rules.h"
+#include "train.h"
+
+#define FIT_CAND_MAX 32
+
+struct fit_row {
+    const char *file;        /* owned by the fit_data */
+    long line;
+    size_t model;            /* index into fit_data.plans */
+    struct train_config c;
+    int metric;              /* enum rules_metric; -1: a metric rules cannot fit */
+    double y;                /* measured bytes */
+    char cand[FIT_CAND_MAX]; /* extension column peak_type, or "peak" */
+};
+
+struct fit_data {
+    struct fit_row *rows;
+    size_t nrows, caprows;
+    struct model_plan *plans;
+    char **model_names;      /* the measured CSV's model cell of each plan */
+    size_t nplans, capplans;
+    char **files;
+    size_t nfiles;
+    size_t read, skipped;    /* data rows seen, rows that could not become configurations */
+    FILE *log;               /* where skipped rows are described; NULL: quiet */
+};
+
+/* Appends the rows of one measured CSV. Rows the tool cannot represent (unknown model,
+ * unknown sequence length, an unsupported setting) are skipped and counted; a malformed
+ * file or cell fails. Returns 0, or -1 with e filled. */
+int fit_data_load(struct fit_data *d, const char *path, const struct catalog *cat,
+                  struct input_error *e);
+void fit_data_free(struct fit_data *d);
+
+struct fit_stats {
+    size_t rows;
+    double mean_pct, rms_pct, max_pct;              /* in-sample |relative error| */
+    double loo_mean_pct, loo_rms_pct, loo_max_pct;  /* leave-one-out: each row predicted by a
+                                                     * fit on the others */
+};
+
+/* Feature value of a row. */
+double fit_feature(const struct fit_data *d, size_t row, int feature);
+
+/* Fits coefficients (bytes per feature unit) of features feat[0..k) over the rows
+ * idx[0..n), n > k, by NNLS on unit-norm scaled columns. Returns 0, or -1 when memory
+ * runs out or NNLS does not converge. */
+int fit_candidate(const struct fit_data *d, const size_t *idx, size_t n, const int *feat,
+                  size_t k, double *coef, struct fit_stats *st);
+
+/* Prediction of a row from fitted coefficients. */
+double fit_predict(const struct fit_data *d, size_t row, const int *feat, size_t k,
+                   const double *coef);
+
+/* The default features of a candidate, by its name (README "Default features"); returns
+ * their count and fills feat (room for rules_feature_count() entries). */
+size_t fit_default_features(const char *cand, int *feat);
+
+#endif
