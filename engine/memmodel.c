@@ -226,7 +226,8 @@ static uint64_t linear_input_copies(const struct train_config *c)
 {
     if (c->finetune == FT_FULL)
         return 1;
-    return c->quant != QUANT_NONE ? 2 : 1;
+    /* torchao's linear_nf4 backward needs only the weight (torchao dtypes/nf4tensor.py) */
+    return c->quant != QUANT_NONE && !(c->features & FEAT_TORCHAO_NF4) ? 2 : 1;
 }
 
 /* What LoRA adapters of one block save per token. Each wrapped module keeps the r-wide
@@ -283,7 +284,11 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     const uint64_t tp = (uint64_t)c->tp, heads = (uint64_t)m->heads;
     const uint64_t copies = linear_input_copies(c);
     const bool trained = c->finetune == FT_FULL;
-    const uint64_t norm = (m->norm == NORM_RMSNORM ? 4 : er) * h + (trained ? ea * h : 0);
+    /* torch.compile's min-cut partitioner recomputes pointwise ops in backward: a norm
+     * then keeps only its input, a gated MLP only gate and up (not act(gate)) */
+    const bool compiled = (c->features & FEAT_COMPILE) != 0;
+    const uint64_t norm = compiled ? er * h
+                                   : (m->norm == NORM_RMSNORM ? 4 : er) * h + (trained ? ea * h : 0);
     /* q/k/v read one normalised input; the MLP another unless the block is parallel */
     const uint64_t lin_in = copies * ea * (h * (m->norms_per_layer == 1 ? 1 : 2) + q / tp + i / tp);
     uint64_t attn, attn_s = 0;
@@ -293,7 +298,7 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     } else {
         attn = (ea * (2 * q + 2 * kv) + 4 * heads) / tp;
     }
-    uint64_t mlp = (m->mlp == MLP_GATED ? 3 : 1) * ea * i / tp;
+    uint64_t mlp = (m->mlp == MLP_GATED ? (compiled ? 2 : 3) : 1) * ea * i / tp;
     uint64_t lora = c->finetune != FT_FULL ? lora_tok(p, c, ea) : 0;
     uint64_t norms = (uint64_t)(m->norms_per_layer > 2 ? 2 : m->norms_per_layer) * norm +
                      (uint64_t)(m->norms_per_layer > 2 ? m->norms_per_layer - 2 : 0) * 4 * h;
@@ -313,10 +318,14 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
 static void logits_coeffs(const struct train_config *c, struct mem_prepared *mp)
 {
     const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
-    if (c->features & FEAT_CHUNKED_CE)
-        mp->logits_tok = c->stack == STACK_LITGPT ? 2 * ea : ea + 4;
-    else
+    if (c->features & FEAT_CHUNKED_CE) {
+        /* compiled, torchtune's 8-chunk CE keeps only the chunk being reduced in fp32:
+         * 4 / 8 bytes, counted as 1 */
+        bool compiled = (c->features & FEAT_COMPILE) != 0;
+        mp->logits_tok = c->stack == STACK_LITGPT ? 2 * ea : ea + (compiled ? 1 : 4);
+    } else {
         mp->logits_tok = 12;
+    }
     mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? 2 * ea : 0;
 }
 

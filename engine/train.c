@@ -49,8 +49,9 @@ uint32_t stack_features(enum stack s)
                              recipe accumulates gradients (global_batch_size > micro) */
         return FEAT_CHUNKED_CE | FEAT_UNTIED_HEAD | FEAT_FSDP | FEAT_EVAL_LOGITS |
                FEAT_LORA_DROPOUT | FEAT_FUSED_QKV | FEAT_FP32_BASE | FEAT_GRAD_ACCUM;
-    case STACK_TORCHTUNE: /* FSDP2; recipes set AdamW(fused=True); chunked CE per recipe */
-        return FEAT_FSDP | FEAT_FUSED_OPT;
+    case STACK_TORCHTUNE: /* FSDP2; recipes set AdamW(fused=True); QLoRA is torchao NF4;
+                             chunked CE and compile per recipe */
+        return FEAT_FSDP | FEAT_FUSED_OPT | FEAT_TORCHAO_NF4;
     case STACK_COLOSSAL:  /* LLMem's own stack: Gemini chunks, full gather under ADP */
     default:
         return 0;

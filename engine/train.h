@@ -34,6 +34,8 @@ enum feature {
     FEAT_FUSED_OPT = 1u << 11,   /* fused AdamW kernel: no step temporaries */
     FEAT_FP32_BASE = 1u << 12,   /* mixed precision keeps the frozen base in fp32 too */
     FEAT_GRAD_ACCUM = 1u << 13,  /* gradient accumulation: gradients live across micro-batches */
+    FEAT_COMPILE = 1u << 14,     /* torch.compile: pointwise ops recomputed, not saved */
+    FEAT_TORCHAO_NF4 = 1u << 15, /* torchao NF4 (torchtune QLoRA): saves no Linear input */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */

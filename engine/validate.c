@@ -40,6 +40,7 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"full-init", FEAT_FULL_INIT, NULL},
         {"fused", FEAT_FUSED_OPT, NULL},
         {"grad-accum", FEAT_GRAD_ACCUM, NULL},
+        {"compile", FEAT_COMPILE, NULL},
         {"act-offload", 0, "activation offloading to CPU is not modelled"},
         {"cpu-offload", 0, "CPU offload of parameters/optimizer is not modelled"},
         {"dora", 0, "DoRA is not modelled"},
