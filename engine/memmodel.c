@@ -43,7 +43,8 @@ struct resident {
     double trained, frozen;   /* parameters per GPU */
     uint64_t w, g, o, tmp;    /* weights, grads, optimizer states, step temporaries (bytes) */
     uint64_t amp_all, amp_one;/* autocast 16-bit weight copies: all blocks, one block */
-    uint64_t dequant;         /* one dequantized frozen weight (bitsandbytes) */
+    uint64_t dequant;         /* one dequantized frozen block weight (bitsandbytes) */
+    uint64_t dequant_head;    /* the dequantized lm_head, when the stack quantizes it */
     uint64_t gather_fwd, gather_bwd, bucket;
     uint64_t paged;           /* optimizer states bitsandbytes keeps in managed memory */
 };
@@ -82,18 +83,17 @@ static uint64_t state_bytes(const struct train_config *c, uint64_t wt)
  * per 64 weights; double quantization makes that absmax 8-bit plus one fp32 per 256
  * blocks (bitsandbytes functional.quantize_4bit). LLM.int8 keeps one fp32 scale per row. */
 static double frozen_bytes(const struct model_plan *p, const struct train_config *c,
-                           double frozen_params, double tpdiv)
+                           double frozen_params, double quant_w, double tpdiv)
 {
     double bd = (c->precision == PREC_FP32 || (mixed(c) && (c->features & FEAT_FP32_BASE))) ? 4.0 : 2.0;
-    double block_w = (double)(p->linear_w - p->head_p) / tpdiv;
-    double rest = frozen_params - block_w;
+    double rest = frozen_params - quant_w;
     switch (c->quant) {
     case QUANT_INT8:
-        return block_w + 4.0 * (double)p->block_rows / tpdiv + rest * bd;
+        return quant_w + 4.0 * (double)p->block_rows / tpdiv + rest * bd;
     case QUANT_NF4:
-        return block_w * (0.5 + 4.0 / 64.0) + rest * bd;
+        return quant_w * (0.5 + 4.0 / 64.0) + rest * bd;
     case QUANT_NF4_DQ:
-        return block_w * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0)) + rest * bd;
+        return quant_w * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0)) + rest * bd;
     default:
         return frozen_params * bd;
     }
@@ -121,9 +121,16 @@ static void resident_terms(const struct model_plan *p, const struct train_config
     } else {
         r->frozen = base;
         r->trained = (double)plan_lora_params(p, c->lora_targets, c->lora_r) / tpdiv;
-        r->w = (uint64_t)((frozen_bytes(p, c, base, tpdiv) + r->trained * (double)wt) / dpdiv);
-        if (c->quant != QUANT_NONE) /* dequantized to the compute dtype for each matmul */
+        /* the block Linears are quantized; Lightning's BitsandbytesPrecision (litgpt)
+         * converts every nn.Linear, the lm_head too */
+        const bool qhead = (c->features & FEAT_QUANT_HEAD) != 0;
+        double head = (double)(p->head_p + extra_head) / tpdiv;
+        double quant_w = (double)(p->linear_w - p->head_p) / tpdiv + (qhead ? head : 0);
+        r->w = (uint64_t)((frozen_bytes(p, c, base, quant_w, tpdiv) + r->trained * (double)wt) / dpdiv);
+        if (c->quant != QUANT_NONE) { /* dequantized to the compute dtype for each matmul */
             r->dequant = (uint64_t)((double)p->max_linear_w / tpdiv) * gb;
+            r->dequant_head = qhead ? (uint64_t)head * gb : 0;
+        }
     }
     uint64_t sb = state_bytes(c, wt);
     r->g = (uint64_t)(r->trained * (double)wt / dpdiv);
@@ -206,12 +213,12 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     if (fwd_grad)
         head_grad = r.g;
     set_phase(mp, PHASE_FORWARD, r.w, fwd_grad, r.o, amp_fwd + r.dequant, r.gather_fwd + r.bucket);
-    set_phase(mp, PHASE_LOSS, r.w, fwd_grad, r.o, amp_fwd, r.gather_fwd + r.bucket);
+    set_phase(mp, PHASE_LOSS, r.w, fwd_grad, r.o, amp_fwd + r.dequant_head, r.gather_fwd + r.bucket);
     set_phase(mp, PHASE_BWD_LAST, r.w, head_grad, r.o, amp_fwd + r.dequant, r.gather_bwd + r.bucket);
     set_phase(mp, PHASE_BWD_FIRST, r.w, r.g, r.o, r.amp_one + r.dequant, r.gather_bwd + r.bucket);
     set_phase(mp, PHASE_OPTIMIZER, r.w, r.g, r.o + r.tmp, 0, r.bucket);
     if (c->features & FEAT_EVAL_LOGITS)
-        set_phase(mp, PHASE_EVAL, r.w, 0, r.o, r.dequant, r.gather_fwd + r.bucket);
+        set_phase(mp, PHASE_EVAL, r.w, 0, r.o, r.dequant + r.dequant_head, r.gather_fwd + r.bucket);
 }
 
 /* Copies of the block Linears' inputs kept per token, in units of those inputs.

@@ -46,9 +46,11 @@ uint32_t stack_features(enum stack s)
     case STACK_LITGPT:    /* chunked lm_head + CE, separate lm_head, full-logit validation,
                              lora_dropout 0.05 in every config_hub LoRA recipe, fused qkv;
                              bf16-mixed keeps every weight, frozen ones too, in fp32; every
-                             recipe accumulates gradients (global_batch_size > micro) */
+                             recipe accumulates gradients (global_batch_size > micro);
+                             BitsandbytesPrecision quantizes every Linear, lm_head too */
         return FEAT_CHUNKED_CE | FEAT_UNTIED_HEAD | FEAT_FSDP | FEAT_EVAL_LOGITS |
-               FEAT_LORA_DROPOUT | FEAT_FUSED_QKV | FEAT_FP32_BASE | FEAT_GRAD_ACCUM;
+               FEAT_LORA_DROPOUT | FEAT_FUSED_QKV | FEAT_FP32_BASE | FEAT_GRAD_ACCUM |
+               FEAT_QUANT_HEAD;
     case STACK_TORCHTUNE: /* FSDP2; recipes set AdamW(fused=True); QLoRA is torchao NF4;
                              chunked CE and compile per recipe */
         return FEAT_FSDP | FEAT_FUSED_OPT | FEAT_TORCHAO_NF4;

@@ -36,6 +36,7 @@ enum feature {
     FEAT_GRAD_ACCUM = 1u << 13,  /* gradient accumulation: gradients live across micro-batches */
     FEAT_COMPILE = 1u << 14,     /* torch.compile: pointwise ops recomputed, not saved */
     FEAT_TORCHAO_NF4 = 1u << 15, /* torchao NF4 (torchtune QLoRA): saves no Linear input */
+    FEAT_QUANT_HEAD = 1u << 16,  /* a quantized base includes the lm_head */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
