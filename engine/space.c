@@ -7,13 +7,27 @@
 struct grow {
     struct space_outer *v;
     size_t n, cap;
+    size_t *group; /* first outer entry of each rank group */
+    size_t ngroups, gcap;
     int failed;
 };
 
-static void add(struct grow *g, uint32_t model, const struct train_config *c)
+static void add(struct grow *g, uint32_t model, const struct train_config *c, bool starts_group)
 {
     if (g->failed)
         return;
+    if (starts_group && g->ngroups == g->gcap) {
+        size_t cap = g->gcap ? 2 * g->gcap : 1024;
+        size_t *v = realloc(g->group, cap * sizeof *v);
+        if (!v) {
+            g->failed = 1;
+            return;
+        }
+        g->group = v;
+        g->gcap = cap;
+    }
+    if (starts_group)
+        g->group[g->ngroups++] = g->n;
     if (g->n == g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 1024;
         struct space_outer *v = realloc(g->v, cap * sizeof *v);
@@ -45,15 +59,16 @@ static void add_tuning(struct grow *g, const struct options *o, uint32_t model,
                     continue;
                 int nr = c.finetune == FT_FULL ? 1 : o->lora_r.n;
                 int nt = c.finetune == FT_FULL ? 1 : o->ntargets;
-                for (int ri = 0; ri < nr; ri++)
-                    for (int ti = 0; ti < nt; ti++)
-                        for (int ki = 0; ki < o->nckpts; ki++)
-                            for (int oi = 0; oi < o->noptimizers; oi++) {
+                /* ranks innermost and ascending: one rank group is consecutive entries */
+                for (int ti = 0; ti < nt; ti++)
+                    for (int ki = 0; ki < o->nckpts; ki++)
+                        for (int oi = 0; oi < o->noptimizers; oi++)
+                            for (int ri = 0; ri < nr; ri++) {
                                 c.lora_r = c.finetune == FT_FULL ? 0 : o->lora_r.v[ri];
                                 c.lora_targets = c.finetune == FT_FULL ? 0 : o->targets[ti];
                                 c.grad_ckpt = o->ckpts[ki];
                                 c.optimizer = (enum optimizer)o->optimizers[oi];
-                                add(g, model, &c);
+                                add(g, model, &c, ri == 0);
                             }
             }
 }
@@ -98,10 +113,13 @@ int space_build(const struct options *o, const struct model_plan *const *models,
                 add_layouts(&g, o, (uint32_t)mi, models[mi], (enum method)o->methods[k], o->gpus.v[gi]);
     if (g.failed) {
         free(g.v);
+        free(g.group);
         return -1;
     }
     s->outer = g.v;
     s->nouter = g.n;
+    s->group = g.group;
+    s->ngroups = g.ngroups;
     s->nbatch = o->batch.n;
     s->nseq = o->seq.n;
     memcpy(s->batch, o->batch.v, (size_t)o->batch.n * sizeof s->batch[0]);
@@ -113,6 +131,7 @@ void space_free(struct space *s)
 {
     if (s) {
         free(s->outer);
+        free(s->group);
         memset(s, 0, sizeof *s);
     }
 }

@@ -2,12 +2,13 @@
  * (everything but micro-batch and sequence length) times a seq x batch grid.
  *
  * A point's index is outer * (nseq * nbatch) + seq_i * nbatch + batch_i: a total order
- * that the ranking uses to break ties and `--shard` uses to slice (outer % N). Invalid
+ * that the ranking uses to break ties; `--shard` slices whole rank groups (group % N). Invalid
  * combinations never enter the list (single needs 1 GPU, tp divides the GPU count, the
  * heads and the KV heads, dp x tp = GPUs, DP+TP needs both > 1, qlora is nf4). */
 #ifndef LLMEM_SPACE_H
 #define LLMEM_SPACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,11 @@ struct space_outer {
 struct space {
     struct space_outer *outer;
     size_t nouter;
+    /* Rank groups: outer entries that differ only in the LoRA rank are consecutive, ranks
+     * ascending; group[k] is the first entry of group k (full fine-tuning: groups of one).
+     * The sweep and --shard work on whole groups so the rank axis can be pruned. */
+    size_t *group;
+    size_t ngroups;
     int32_t batch[OPT_LIST_MAX], seq[OPT_LIST_MAX];
     int nbatch, nseq;
 };

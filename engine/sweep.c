@@ -186,7 +186,9 @@ static double point_score(const struct sweep *s, const struct prepared *pr, stru
     return s->opt->rank == RANK_LLMEM ? llmem_score(&pr->cfg) : sp->tokens_per_s;
 }
 
-static void sweep_outer(const struct sweep *s, size_t oi, struct worker *w)
+/* Walks one outer configuration; returns true when even its smallest point (first
+ * sequence length, first micro-batch) does not fit. */
+static bool sweep_outer(const struct sweep *s, size_t oi, struct worker *w)
 {
     const struct space *sp = &s->space;
     const bool prune = !s->opt->no_prune && !s->opt->all;
@@ -224,11 +226,27 @@ static void sweep_outer(const struct sweep *s, size_t oi, struct worker *w)
             note_cell(w, cell, &hit, pr.cfg.micro_batch);
             if (!hit.fits && prune) {
                 if (bi == 0) /* the smallest micro-batch fails: longer sequences fail too */
-                    return;
+                    return si == 0;
                 break;
             }
         }
     }
+    return false;
+}
+
+static size_t group_end(const struct space *sp, size_t g)
+{
+    return g + 1 < sp->ngroups ? sp->group[g + 1] : sp->nouter;
+}
+
+/* A rank group in ascending rank: once a rank's smallest point fails, larger ranks (more
+ * adapter weights, states and activations) fail too and are pruned. */
+static void sweep_group(const struct sweep *s, size_t g, struct worker *w)
+{
+    const bool prune = !s->opt->no_prune && !s->opt->all;
+    for (size_t oi = s->space.group[g]; oi < group_end(&s->space, g); oi++)
+        if (sweep_outer(s, oi, w) && prune)
+            return;
 }
 
 /* --- driver ------------------------------------------------------------------------ */
@@ -299,8 +317,8 @@ int sweep_run(const struct sweep *s, struct sweep_result *r)
     r->ncells = ncells;
     if (!r->cells)
         return -1;
-    for (size_t oi = shard_k; oi < sp->nouter; oi += shard_n)
-        r->space += (uint64_t)sp->nseq * (uint64_t)sp->nbatch;
+    for (size_t g = shard_k; g < sp->ngroups; g += shard_n)
+        r->space += (uint64_t)(group_end(sp, g) - sp->group[g]) * (uint64_t)sp->nseq * (uint64_t)sp->nbatch;
 #ifdef _OPENMP
     nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
 #endif
@@ -312,7 +330,8 @@ int sweep_run(const struct sweep *s, struct sweep_result *r)
         workers[t].cells = calloc(ncells ? ncells : 1, sizeof *workers[t].cells);
         failed |= !workers[t].cells;
     }
-    const long nslices = failed ? 0 : (long)((sp->nouter + shard_n - 1 - shard_k) / shard_n);
+    const long nslices = failed || shard_k >= sp->ngroups ? 0
+                       : (long)((sp->ngroups - shard_k + shard_n - 1) / shard_n);
 
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 8)
     for (long k = 0; k < nslices; k++) {
@@ -320,7 +339,7 @@ int sweep_run(const struct sweep *s, struct sweep_result *r)
 #ifdef _OPENMP
         t = omp_get_thread_num();
 #endif
-        sweep_outer(s, shard_k + (size_t)k * shard_n, &workers[t]);
+        sweep_group(s, shard_k + (size_t)k * shard_n, &workers[t]);
         size_t d = atomic_fetch_add(&done, 1) + 1;
         if (progress && t == 0 && (d & 63) == 0) {
             double now = now_s();
@@ -328,7 +347,7 @@ int sweep_run(const struct sweep *s, struct sweep_result *r)
                 uint64_t ev = 0;
                 for (int i = 0; i < nthreads; i++) /* racy read: a progress hint only */
                     ev += workers[i].evaluated;
-                fprintf(stderr, "\r%zu/%ld configurations, %.1f M points/s   ", d, nslices,
+                fprintf(stderr, "\r%zu/%ld configuration groups, %.1f M points/s   ", d, nslices,
                         (double)ev / (now - t0) / 1e6);
                 last = now;
             }

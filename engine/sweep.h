@@ -3,8 +3,9 @@
  * Per outer configuration the batch-independent parts of the memory and speed models are
  * prepared once; then sequence lengths and micro-batches are walked in ascending order.
  * Both are monotone in memory, so (unless pruning is off) the walk stops at the first
- * micro-batch over budget, and a sequence whose smallest micro-batch fails ends the
- * configuration. Each thread keeps its own top-k; the merge sorts under a total order
+ * micro-batch over budget, a sequence whose smallest micro-batch fails ends the
+ * configuration, and a configuration whose smallest point fails ends its rank group
+ * (the same configuration at larger LoRA ranks). Each thread keeps its own top-k; the merge sorts under a total order
  * (score desc, peak asc, index asc), so the output is the same for any thread count and,
  * after `merge`, for any shard split. */
 #ifndef LLMEM_SWEEP_H

@@ -21,6 +21,13 @@ for k in 1 2; do "$BIN" "${args[@]}" --top 20 --shard "$k/2" --out "$TMP/p$k.csv
 "$BIN" merge "$TMP/p1.csv" "$TMP/p2.csv" --top 20 --out "$TMP/ptop.csv"
 cmp -s "$TMP/top.csv" "$TMP/ptop.csv" || fail "top-20 shards + merge differ from one run"
 
+# the LoRA rank axis is pruned too, and loses nothing
+rank=(--budget 24GiB --gpu A10G-24GB --model meta-llama/Llama-3.1-8B --finetune lora,qlora
+      --lora-r 8,64,512,2048 --top 0 --quiet)
+"$BIN" "${rank[@]}" --out "$TMP/r1.csv"
+"$BIN" "${rank[@]}" --no-prune --out "$TMP/r2.csv"
+cmp -s "$TMP/r1.csv" "$TMP/r2.csv" || fail "rank pruning changes the fitting set"
+
 # the pruned run evaluates fewer points and reports it
 out=$("$BIN" --budget 24GiB --gpu A10G-24GB --model microsoft/phi-2 --batch 1..24 \
       --out "$TMP/x.csv" 2>&1 >/dev/null)
