@@ -264,14 +264,11 @@ static void write_rules_input(struct html_out *o)
     fputs("</dd>\n", f);
 }
 
-void html_inputs(struct html_out *o)
+static void write_gpu_input(struct html_out *o)
 {
     FILE *f = o->f;
     const struct report_meta *m = &o->r->meta;
     uint64_t bytes = budget_bytes(o->r);
-    fputs("<section class=\"card\" id=\"inputs\">\n<h2>The question</h2>\n<dl class=\"inputs\">\n",
-          f);
-    write_models_input(o);
     fputs("<dt>GPU</dt><dd>", f);
     html_text(f, m->gpu[0] ? m->gpu : "not recorded in the shard CSVs");
     if (m->gpu_note[0]) {
@@ -292,13 +289,26 @@ void html_inputs(struct html_out *o)
         fprintf(f, "%s%s</dd>\n", m->opt && m->opt->eager ? ", eager attention" : "",
                 m->paper ? "; LLMem paper equations (--paper)" : "");
     }
-    if (m->opt)
+}
+
+void html_inputs(struct html_out *o)
+{
+    FILE *f = o->f;
+    const struct report_meta *m = &o->r->meta;
+    /* the axes exist once the sweep has filled in their defaults; a merge's options
+     * (if it ever passes them) have none */
+    bool axes = m->opt && m->opt->nmethods > 0;
+    fputs("<section class=\"card\" id=\"inputs\">\n<h2>The question</h2>\n<dl class=\"inputs\">\n",
+          f);
+    write_models_input(o);
+    write_gpu_input(o);
+    if (axes)
         write_axes_input(f, m->opt);
     write_rules_input(o);
     fputs("<dt>Version</dt><dd>llmem-sweep ", f);
     html_text(f, m->version ? m->version : "");
     fputs("</dd>\n", f);
-    if (m->opt)
+    if (axes)
         write_command(o);
     fputs("</dl>\n</section>\n", f);
 }
