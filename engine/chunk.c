@@ -67,12 +67,11 @@ int64_t chunk_search(const struct tensor_list *l)
 
     /* drop outliers (> mean + 3 sigma): embeddings, mostly */
     size_t kept = 0;
-    int64_t total = 0, largest = 0;
+    int64_t largest = 0;
     for (size_t i = 0; i < n; i++) {
         if ((double)sizes[i] > limit)
             continue;
         sizes[kept++] = sizes[i];
-        total += sizes[i];
         if (sizes[i] > largest)
             largest = sizes[i];
     }

@@ -711,6 +711,13 @@ static void test_salisbury(void **state)
     assert_int_equal(rules_select(rb, &p2, &c), -1);
     plan_free(&p2);
     rules_free(rb);
+
+    /* the shipped folder loads as one book, Salisbury sets first (file name order) */
+    assert_int_equal(rules_load(LLMEM_SOURCE_DIR "/rules", &rb, &e), 0);
+    assert_int_equal(rules_set_count(rb), 4);
+    assert_string_equal(rules_set_name(rb, 0), "gemma-2b-qlora");
+    assert_string_equal(rules_set_name(rb, 3), "litgpt-qlora-lgch");
+    rules_free(rb);
 }
 
 static int teardown(void **state)
