@@ -29,5 +29,5 @@ rm -f "$out"
 "$bin" fit --measured datasets/measured/public.csv --out "$out" --set litgpt-qlora-lgch \
     --match stack=litgpt --match finetune=qlora --match quant=nf4 --match method=single \
     --match seq_len.max=512 --features 'params,trainable,b*s*v,b*s*h*L' --with-model yes \
-    --note "the LGCH rows of datasets/measured/public.csv (litgpt 0.4 config hub on A10G; the peak includes validation with unchunked logits and generation), which the memory model underpredicts by 7 to 22 %" \
+    --note "the LGCH rows of datasets/measured/public.csv (litgpt 0.4 config hub on A10G; the peak includes validation with unchunked logits and generation), which the memory model underpredicts (rules/README.md)" \
     --note "seq_len.max 512 keeps it off the LGRT rows (lit-gpt 2023 on A100, sequences of 1034 to 1304) that the model already predicts within 4 %"
