@@ -271,8 +271,8 @@ static int select_rows(const struct fit_args *a, struct fit_data *d, struct rule
             sel->metric = r->metric;
             first = i;
         } else if (r->metric != sel->metric) {
-            fprintf(stderr, "llmem-sweep: %s:%ld: metric %s, but %s:%ld is %s: a rule set predicts one "
-                    "metric (choose with --metric)\n", r->file, r->line,
+            fprintf(stderr, "llmem-sweep: %s:%ld: metric %s, but %s:%ld is %s: a rule set "
+                    "predicts one metric (choose with --metric)\n", r->file, r->line,
                     rules_metric_name((enum rules_metric)r->metric), d->rows[first].file,
                     d->rows[first].line, rules_metric_name((enum rules_metric)sel->metric));
             return EXIT_BAD_INPUT;
@@ -280,8 +280,8 @@ static int select_rows(const struct fit_args *a, struct fit_data *d, struct rule
         sel->idx[sel->n++] = i;
     }
     if (sel->n == 0) {
-        fprintf(stderr, "llmem-sweep: fit: no measured row matches set '%s' (%zu read, %zu skipped, "
-                "%zu not matching, %zu of another metric)\n", a->set, d->read, d->skipped,
+        fprintf(stderr, "llmem-sweep: fit: no measured row matches set '%s' (%zu read, %zu "
+                "skipped, %zu not matching, %zu of another metric)\n", a->set, d->read, d->skipped,
                 sel->unmatched, sel->other_metric);
         return EXIT_BAD_INPUT;
     }
@@ -300,7 +300,8 @@ static int group_rows(const struct fit_data *d, const struct selection *sel,
             c++;
         if (c == *ncf) {
             if (c == RULES_MAX_CANDIDATES) {
-                fprintf(stderr, "llmem-sweep: fit: more than %d peak types\n", RULES_MAX_CANDIDATES);
+                fprintf(stderr, "llmem-sweep: fit: more than %d peak types\n",
+                        RULES_MAX_CANDIDATES);
                 return EXIT_BAD_INPUT;
             }
             memset(&cf[c], 0, sizeof cf[c]);

@@ -145,7 +145,10 @@ int rules_feature_parse(const char *name)
     return -1;
 }
 
-const char *rules_feature_name(int f) { return f >= 0 && f < FEATURE_COUNT ? features[f].name : "?"; }
+const char *rules_feature_name(int f)
+{
+    return f >= 0 && f < FEATURE_COUNT ? features[f].name : "?";
+}
 
 static double monomial(enum monomial m, const struct train_config *c)
 {
@@ -494,7 +497,8 @@ static int set_key(const struct row_at *at, struct rule_set *s, const char *key,
 }
 
 /* One candidate row: a feature's coefficient, a fit statistic or a note. */
-static int cand_key(const struct row_at *at, struct rule_cand *c, const char *key, const char *value)
+static int cand_key(const struct row_at *at, struct rule_cand *c, const char *key,
+                    const char *value)
 {
     if (strcmp(key, "note") == 0)
         return 0;
@@ -539,7 +543,8 @@ static int open_set(const struct row_at *at, struct rule_book *rb, const char *n
     int i = find_set(rb, name);
     if (i >= 0) {
         if (strcmp(rb->sets[i].file, at->file) != 0)
-            return row_error(at, "set", "set '%s' is already defined in %s", name, rb->sets[i].file);
+            return row_error(at, "set", "set '%s' is already defined in %s", name,
+                             rb->sets[i].file);
         return i;
     }
     if (grow((void **)&rb->sets, &rb->capsets, rb->nsets, sizeof *rb->sets) != 0)
@@ -735,7 +740,8 @@ int rules_parse(const char *buf, size_t len, const char *name, struct rule_book 
     if (csv_table_parse(buf, len, name, &t, e) != 0)
         return -1;
     struct rule_book *rb = rules_new();
-    int rc = rb ? add_table(rb, &t, e) : input_error_set(e, EXIT_IO, name, 0, NULL, "out of memory");
+    int rc = rb ? add_table(rb, &t, e)
+                : input_error_set(e, EXIT_IO, name, 0, NULL, "out of memory");
     csv_table_free(&t);
     if (!rb)
         return -1;

@@ -601,7 +601,8 @@ static double refit_set(struct rule_book *rb, int set, const struct fit_data *d,
         int nf = rules_candidate_terms(rb, ids[k], feat, coef, 16);
         size_t idx[64], m = 0;
         for (size_t i = 0; i < d->nrows && m < 64; i++)
-            if (row_in(d, i, model) && strcmp(d->rows[i].cand, rules_candidate_name(rb, ids[k])) == 0)
+            if (row_in(d, i, model) &&
+                strcmp(d->rows[i].cand, rules_candidate_name(rb, ids[k])) == 0)
                 idx[m++] = i;
         struct fit_stats st;
         assert_int_equal(fit_candidate(d, idx, m, feat, (size_t)nf, refit, &st), 0);
