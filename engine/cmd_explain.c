@@ -85,10 +85,13 @@ static void print_text(const struct job *j, const struct sweep_point *pt, const 
             printf(" %12.3f", units_gib(e->phase[ph][k]));
         printf(" %10.3f%s\n", units_gib(e->phase_reserved[ph]), ph == (int)e->peak_phase ? "  <- peak" : "");
     }
-    printf("\npeak       %.3f GiB device (%.3f reserved, %.3f allocated) at %s", units_gib(pt->peak),
-           units_gib(e->reserved), units_gib(e->allocated), mem_phase_name(e->peak_phase));
     if (pt->rule >= 0)
-        printf(" [rule %s]", rules_label(j->sweep.rules, pt->rule));
+        printf("\npeak       %.3f GiB device by measured rule %s (the model alone: %.3f GiB at %s)",
+               units_gib(pt->peak), rules_label(j->sweep.rules, pt->rule), units_gib(e->device),
+               mem_phase_name(e->peak_phase));
+    else
+        printf("\npeak       %.3f GiB device (%.3f reserved, %.3f allocated) at %s", units_gib(pt->peak),
+               units_gib(e->reserved), units_gib(e->allocated), mem_phase_name(e->peak_phase));
     printf("\nstep       %.4f s (compute %.4f, memory %.4f, communication %.4f), %.1f tokens/s\n",
            pt->speed.step_time_s, pt->speed.compute_s, pt->speed.memory_s, pt->speed.comm_s,
            pt->speed.tokens_per_s);

@@ -149,7 +149,7 @@ struct prepared {
     struct train_config cfg;
     struct mem_prepared mem;
     struct speed_prepared speed;
-    int rule_set;
+    struct rules_point rules; /* the matching rule set folded to (1, b*s, b*s^2) terms */
     const struct model_plan *plan;
 };
 
@@ -159,7 +159,11 @@ static void prepare(const struct sweep *s, const struct space_outer *o, struct p
     pr->plan = &s->models[o->model];
     memmodel_prepare(pr->plan, &pr->cfg, &s->mem, &pr->mem);
     speed_prepare(pr->plan, &pr->cfg, s->gpu, &pr->speed);
-    pr->rule_set = s->rules ? rules_prepare(s->rules, s->rule_binding[o->model], pr->plan, &pr->cfg) : -1;
+    pr->rules.set = -1;
+    if (s->rules) {
+        int set = rules_prepare(s->rules, s->rule_binding[o->model], pr->plan, &pr->cfg);
+        rules_compile(s->rules, set, pr->plan, &pr->cfg, &pr->rules);
+    }
 }
 
 /* Peak of the point in pr->cfg; *rule gets the binding rule candidate or -1. */
@@ -169,10 +173,10 @@ static uint64_t point_peak(const struct sweep *s, const struct prepared *pr, str
     memmodel_eval(pr->plan, &pr->cfg, &s->mem, &pr->mem, e);
     uint64_t peak = e->device;
     *rule = -1;
-    if (pr->rule_set >= 0) {
+    if (pr->rules.set >= 0) {
         uint64_t rp;
         int cand;
-        if (rules_eval(s->rules, pr->rule_set, pr->plan, &pr->cfg, e, &rp, &cand)) {
+        if (rules_eval_point(s->rules, &pr->rules, &pr->cfg, e, &rp, &cand)) {
             peak = rp;
             *rule = cand;
         }
@@ -188,10 +192,18 @@ static double point_score(const struct sweep *s, const struct prepared *pr, stru
 
 /* Walks one outer configuration; returns true when even its smallest point (first
  * sequence length, first micro-batch) does not fit. */
+/* Pruning needs memory monotone in micro-batch, sequence and rank. Rule sets may cover
+ * only ranges of those, so a rule-raised peak can fall again past a range: no pruning
+ * with --rules. */
+static bool pruning(const struct sweep *s)
+{
+    return !s->opt->no_prune && !s->opt->all && !s->rules;
+}
+
 static bool sweep_outer(const struct sweep *s, size_t oi, struct worker *w)
 {
     const struct space *sp = &s->space;
-    const bool prune = !s->opt->no_prune && !s->opt->all;
+    const bool prune = pruning(s);
     struct prepared pr;
     prepare(s, &sp->outer[oi], &pr);
     long cell = sweep_cell_index(s, sp->outer[oi].model, pr.cfg.method, pr.cfg.gpus);
@@ -243,7 +255,7 @@ static size_t group_end(const struct space *sp, size_t g)
  * adapter weights, states and activations) fail too and are pruned. */
 static void sweep_group(const struct sweep *s, size_t g, struct worker *w)
 {
-    const bool prune = !s->opt->no_prune && !s->opt->all;
+    const bool prune = pruning(s);
     for (size_t oi = s->space.group[g]; oi < group_end(&s->space, g); oi++)
         if (sweep_outer(s, oi, w) && prune)
             return;
