@@ -1,140 +1,23 @@
 /* fit.c: measured rows to fitting data, and the NNLS fit of one peak candidate. */
 #include "fit.h"
 
-#include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "csv_table.h"
-#include "job.h"
+#include "measured.h"
 #include "nnls.h"
 
 /* --- reading measured rows ----------------------------------------------------------- */
 
-static const char *const required[] = {
-    "model", "method", "gpus", "tp", "micro_batch", "seq_len", "precision", "finetune", "lora_r",
-    "lora_targets", "quant", "grad_ckpt", "optimizer", "metric", "measured_gib", "gpu",
-    "framework", "source", NULL,
-};
-
-static const char *cell(const struct csv_table *t, size_t r, const char *col)
+/* LoRA on the token embedding (Salisbury Table I) has no contract name: such rows leave
+ * lora_targets empty and say lora_component = embedding. */
+static int embedding_targets(const char *s, uint32_t *out)
 {
-    int c = csv_table_col(t, col);
-    return c >= 0 ? t->cells[r][c] : "";
-}
-
-/* The stack features a row names (datasets/measured/README.md); unknown flags are kept out
- * of the configuration (rules features do not depend on them). */
-static void row_features(const char *list, struct train_config *c)
-{
-    static const struct {
-        const char *name;
-        uint32_t bit;
-    } flags[] = {
-        {"chunked-ce", FEAT_CHUNKED_CE}, {"untied-head", FEAT_UNTIED_HEAD},
-        {"opt-in-bwd", FEAT_OPT_IN_BWD}, {"paged", FEAT_PAGED_OPT},
-        {"fsdp", FEAT_FSDP},
-    };
-    while (*list) {
-        size_t len = strcspn(list, "+");
-        if (len == 12 && strncmp(list, "double-quant", len) == 0 && c->quant == QUANT_NF4)
-            c->quant = QUANT_NF4_DQ;
-        for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-            if (strlen(flags[i].name) == len && strncmp(list, flags[i].name, len) == 0)
-                c->features |= flags[i].bit;
-        list += len + (list[len] == '+');
-    }
-}
-
-/* Parses an enum cell; returns NULL, or the skip reason written into why. */
-static const char *enum_cell(const struct csv_table *t, size_t r, const char *col,
-                             int (*parse)(const char *), int *out, char *why, size_t n)
-{
-    *out = parse(cell(t, r, col));
-    if (*out >= 0)
-        return NULL;
-    snprintf(why, n, "%s '%.60s' is not supported", col, cell(t, r, col));
-    return why;
-}
-
-static int ckpt_value(const char *s) { return !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -1; }
-
-static const char *row_enums(const struct csv_table *t, size_t r, struct train_config *c,
-                             char *why, size_t n)
-{
-    int v[7] = {0};
-    const char *bad = enum_cell(t, r, "method", method_parse, &v[0], why, n);
-    if (!bad)
-        bad = enum_cell(t, r, "precision", precision_parse, &v[1], why, n);
-    if (!bad)
-        bad = enum_cell(t, r, "finetune", finetune_parse, &v[2], why, n);
-    if (!bad)
-        bad = enum_cell(t, r, "quant", quant_parse, &v[3], why, n);
-    if (!bad)
-        bad = enum_cell(t, r, "optimizer", optimizer_parse, &v[4], why, n);
-    if (!bad)
-        bad = enum_cell(t, r, "grad_ckpt", ckpt_value, &v[5], why, n);
-    const char *stack = cell(t, r, "stack");
-    v[6] = *stack ? stack_parse(stack) : (int)STACK_HF;
-    if (!bad && v[6] < 0) {
-        snprintf(why, n, "stack '%.60s' is not supported", stack);
-        bad = why;
-    }
-    if (bad)
-        return bad;
-    c->method = (enum method)v[0];
-    c->precision = (enum precision)v[1];
-    c->finetune = (enum finetune)v[2];
-    c->quant = (enum quant)v[3];
-    c->optimizer = (enum optimizer)v[4];
-    c->grad_ckpt = v[5] == 1;
-    c->stack = (enum stack)v[6];
-    c->features = stack_features(c->stack);
-    row_features(cell(t, r, "features"), c);
-    return NULL;
-}
-
-/* LoRA targets: the contract column, or for LoRA on the token embedding (which the contract
- * cannot name) an empty column with lora_component = embedding. */
-static const char *row_targets(const struct csv_table *t, size_t r, struct train_config *c,
-                               char *why, size_t n)
-{
-    const char *tg = cell(t, r, "lora_targets");
-    if (!*tg && strcmp(cell(t, r, "lora_component"), "embedding") == 0) {
-        c->lora_targets = RULES_TARGET_EMBED;
-        return NULL;
-    }
-    if (rules_targets_parse(tg, &c->lora_targets) == 0)
-        return NULL;
-    snprintf(why, n, "lora_targets '%.60s' is not supported", tg);
-    return why;
-}
-
-/* Integers of the row; a malformed cell is an error (-1), an empty sequence length a skip
- * (1, with why). */
-static int row_numbers(const struct csv_table *t, size_t r, struct train_config *c, char *why,
-                       size_t n, struct input_error *e)
-{
-    int64_t g, tp, b, s, lr = 0;
-    if (!*cell(t, r, "seq_len")) {
-        snprintf(why, n, "sequence length unknown");
-        return 1;
-    }
-    if (csv_get_i64(t, r, csv_table_col(t, "gpus"), 1, 4096, &g, e) ||
-        csv_get_i64(t, r, csv_table_col(t, "tp"), 1, 4096, &tp, e) ||
-        csv_get_i64(t, r, csv_table_col(t, "micro_batch"), 1, 1 << 20, &b, e) ||
-        csv_get_i64(t, r, csv_table_col(t, "seq_len"), 1, 1 << 24, &s, e))
-        return -1;
-    if (c->finetune != FT_FULL &&
-        csv_get_i64(t, r, csv_table_col(t, "lora_r"), 1, 1 << 20, &lr, e))
-        return -1;
-    c->gpus = (int32_t)g;
-    c->tp = (int32_t)tp;
-    c->dp = (int32_t)(g / tp);
-    c->micro_batch = (int32_t)b;
-    c->seq_len = (int32_t)s;
-    c->lora_r = (int32_t)lr;
+    if (*s)
+        return rules_targets_parse(s, out);
+    *out = RULES_TARGET_EMBED;
     return 0;
 }
 
@@ -156,20 +39,8 @@ static long model_plan(struct fit_data *d, const char *csv, const char *name,
         if (strcmp(d->model_names[i], name) == 0)
             return (long)i;
     struct model_spec m;
-    const struct model_spec *found = catalog_find_model(cat, name);
-    if (found) {
-        m = *found;
-    } else {
-        char dir[1024], path[2048];
-        snprintf(dir, sizeof dir, "%s", csv);
-        snprintf(path, sizeof path, "%s/%s", dirname(dir), name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            return -1;
-        fclose(f);
-        if (job_resolve_model(cat, path, &m) != 0)
-            return -1;
-    }
+    if (measured_row_model(csv, name, cat, &m) != 0)
+        return -1;
     if (d->nplans == d->capplans) {
         size_t cap = d->capplans ? 2 * d->capplans : 8;
         struct model_plan *p = realloc(d->plans, cap * sizeof *p);
@@ -213,31 +84,24 @@ static int read_row(struct fit_data *d, const struct csv_table *t, size_t r,
         return -1;
     row->y = gib * 1073741824.0;
     row->line = t->lines[r];
-    row->metric = rules_metric_parse(cell(t, r, "metric"));
-    const char *pt = cell(t, r, "peak_type");
+    row->metric = rules_metric_parse(measured_cell(t, r, "metric"));
+    const char *pt = measured_cell(t, r, "peak_type");
     if (*pt && !valid_cand_name(pt))
         return csv_cell_error(t, r, csv_table_col(t, "peak_type"), e,
                               "'%.60s': a peak type is 1 to %d letters, digits, '.', '_', '-'",
                               pt, FIT_CAND_MAX - 1);
     snprintf(row->cand, sizeof row->cand, "%s", *pt ? pt : "peak");
-    const char *status = cell(t, r, "status");
-    if (*status && strcmp(status, "ok") != 0) {
-        snprintf(why, n, "measurement status '%.60s'", status);
-        return 1;
-    }
-    if (row_enums(t, r, &row->c, why, n))
-        return 1;
-    if (row->c.finetune != FT_FULL && row_targets(t, r, &row->c, why, n))
-        return 1;
-    int rc = row_numbers(t, r, &row->c, why, n, e);
+    bool embedding = !strcmp(measured_cell(t, r, "lora_component"), "embedding");
+    int rc = measured_row_config(t, r, embedding ? embedding_targets : rules_targets_parse,
+                                 &row->c, why, n, e);
     if (rc != 0)
         return rc;
-    long m = model_plan(d, t->path, cell(t, r, "model"), cat);
+    long m = model_plan(d, t->path, measured_cell(t, r, "model"), cat);
     if (m == -2)
         return input_error_set(e, EXIT_IO, t->path, row->line, NULL, "out of memory");
     if (m < 0) {
         snprintf(why, n, "model '%.80s' is not in the catalog (and no config.json beside the CSV)",
-                 cell(t, r, "model"));
+                 measured_cell(t, r, "model"));
         return 1;
     }
     row->model = (size_t)m;
@@ -275,7 +139,7 @@ int fit_data_load(struct fit_data *d, const char *path, const struct catalog *ca
     struct csv_table t;
     if (csv_table_read(path, &t, e) != 0)
         return -1;
-    int rc = csv_table_require(&t, required, e);
+    int rc = csv_table_require(&t, measured_columns, e);
     const char *file = rc == 0 ? keep_path(d, path) : NULL;
     if (rc == 0 && !file)
         rc = input_error_set(e, EXIT_IO, path, 0, NULL, "out of memory");

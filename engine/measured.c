@@ -1,0 +1,152 @@
+/* measured.c: measured-CSV rows as configurations (see measured.h). */
+#include "measured.h"
+
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "job.h"
+
+const char *const measured_columns[] = {
+    "model", "method", "gpus", "tp", "micro_batch", "seq_len", "precision", "finetune", "lora_r",
+    "lora_targets", "quant", "grad_ckpt", "optimizer", "metric", "measured_gib", "gpu",
+    "framework", "source", NULL,
+};
+
+const char *measured_cell(const struct csv_table *t, size_t r, const char *col)
+{
+    int c = csv_table_col(t, col);
+    return c >= 0 ? t->cells[r][c] : "";
+}
+
+/* The `features` column (datasets/measured/README.md): stack behaviours the row adds.
+ * Returns NULL, or why the model cannot represent the row. Flags that only describe the
+ * measurement (active, metric-guess, packed, ...) change nothing. */
+static const char *apply_features(const char *list, struct train_config *c)
+{
+    static const struct {
+        const char *name;
+        uint32_t set;
+        const char *unsupported;
+    } table[] = {
+        {"chunked-ce", FEAT_CHUNKED_CE, NULL},  {"untied-head", FEAT_UNTIED_HEAD, NULL},
+        {"opt-in-bwd", FEAT_OPT_IN_BWD, NULL},  {"paged", FEAT_PAGED_OPT, NULL},
+        {"fsdp", FEAT_FSDP, NULL},              {"full-init", FEAT_FULL_INIT, NULL},
+        {"fused", FEAT_FUSED_OPT, NULL},        {"grad-accum", FEAT_GRAD_ACCUM, NULL},
+        {"compile", FEAT_COMPILE, NULL},
+        {"act-offload", 0, "activation offloading to CPU is not modelled"},
+        {"cpu-offload", 0, "CPU offload of parameters/optimizer is not modelled"},
+        {"dora", 0, "DoRA is not modelled"},
+    };
+    while (*list) {
+        size_t len = strcspn(list, "+");
+        if (len == 12 && !strncmp(list, "double-quant", len) && c->quant == QUANT_NF4)
+            c->quant = QUANT_NF4_DQ;
+        for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+            if (strlen(table[i].name) != len || strncmp(list, table[i].name, len) != 0)
+                continue;
+            if (table[i].unsupported)
+                return table[i].unsupported;
+            c->features |= table[i].set;
+        }
+        list += len + (list[len] == '+');
+    }
+    return NULL;
+}
+
+static int ckpt_value(const char *s) { return !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -1; }
+
+/* The named fields of the row; returns NULL or the reason written into why. */
+static const char *row_enums(const struct csv_table *t, size_t r, struct train_config *c,
+                             char *why, size_t n)
+{
+    static const struct {
+        const char *col;
+        int (*parse)(const char *);
+    } fields[] = {
+        {"method", method_parse},   {"precision", precision_parse}, {"finetune", finetune_parse},
+        {"quant", quant_parse},     {"optimizer", optimizer_parse}, {"grad_ckpt", ckpt_value},
+    };
+    int v[6];
+    for (size_t i = 0; i < 6; i++)
+        if ((v[i] = fields[i].parse(measured_cell(t, r, fields[i].col))) < 0)
+            return snprintf(why, n, "%s '%.60s' is not modelled", fields[i].col,
+                            measured_cell(t, r, fields[i].col)), why;
+    const char *stack = measured_cell(t, r, "stack");
+    int st = *stack ? stack_parse(stack) : (int)STACK_HF;
+    if (st < 0)
+        return snprintf(why, n, "stack '%.60s' is unknown", stack), why;
+    c->method = (enum method)v[0];
+    c->precision = (enum precision)v[1];
+    c->finetune = (enum finetune)v[2];
+    c->quant = (enum quant)v[3];
+    c->optimizer = (enum optimizer)v[4];
+    c->grad_ckpt = v[5] == 1;
+    c->stack = (enum stack)st;
+    c->features = stack_features(c->stack);
+    if (!strcmp(measured_cell(t, r, "attention"), "eager"))
+        c->features |= FEAT_EAGER_ATTN;
+    const char *fr = apply_features(measured_cell(t, r, "features"), c);
+    return fr ? (snprintf(why, n, "%s", fr), why) : NULL;
+}
+
+/* Integers of the row: a malformed cell is an error (-1), an empty sequence length a skip. */
+static int row_numbers(const struct csv_table *t, size_t r, struct train_config *c, char *why,
+                       size_t n, struct input_error *e)
+{
+    int64_t g, tp, b, s, lr = 0;
+    if (!*measured_cell(t, r, "seq_len")) {
+        snprintf(why, n, "sequence length unknown");
+        return 1;
+    }
+    if (csv_get_i64(t, r, csv_table_col(t, "gpus"), 1, 4096, &g, e) ||
+        csv_get_i64(t, r, csv_table_col(t, "tp"), 1, 4096, &tp, e) ||
+        csv_get_i64(t, r, csv_table_col(t, "micro_batch"), 1, 65536, &b, e) ||
+        csv_get_i64(t, r, csv_table_col(t, "seq_len"), 2, 1 << 20, &s, e))
+        return -1;
+    if (c->finetune != FT_FULL && csv_get_i64(t, r, csv_table_col(t, "lora_r"), 1, 65536, &lr, e))
+        return -1;
+    c->gpus = (int32_t)g;
+    c->tp = (int32_t)tp;
+    c->dp = (int32_t)(g / tp);
+    c->micro_batch = (int32_t)b;
+    c->seq_len = (int32_t)s;
+    c->lora_r = (int32_t)lr;
+    return 0;
+}
+
+int measured_row_config(const struct csv_table *t, size_t r,
+                        int (*parse_targets)(const char *, uint32_t *), struct train_config *c,
+                        char *why, size_t n, struct input_error *e)
+{
+    memset(c, 0, sizeof *c);
+    const char *status = measured_cell(t, r, "status");
+    if (*status && strcmp(status, "ok") != 0)
+        return snprintf(why, n, "measurement status '%.60s'", status), 1;
+    if (row_enums(t, r, c, why, n))
+        return 1;
+    if (c->finetune != FT_FULL) {
+        const char *tg = measured_cell(t, r, "lora_targets");
+        if (parse_targets(tg, &c->lora_targets) != 0)
+            return snprintf(why, n, "lora_targets '%.60s' is unknown", tg), 1;
+    }
+    return row_numbers(t, r, c, why, n, e);
+}
+
+int measured_row_model(const char *csv_path, const char *name, const struct catalog *cat,
+                       struct model_spec *m)
+{
+    const struct model_spec *c = catalog_find_model(cat, name);
+    if (c) {
+        *m = *c;
+        return 0;
+    }
+    char dir[1024], path[2048];
+    snprintf(dir, sizeof dir, "%s", csv_path);
+    snprintf(path, sizeof path, "%s/%s", dirname(dir), name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    fclose(f);
+    return job_resolve_model(cat, path, m) == 0 ? 0 : -1;
+}

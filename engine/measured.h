@@ -1,0 +1,32 @@
+/* measured.h: one row of a measured CSV (DESIGN.md section 5) as a configuration of the
+ * memory model. Shared by `validate` and `fit`, so both read the same columns, features
+ * and model references the same way. */
+#ifndef LLMEM_MEASURED_H
+#define LLMEM_MEASURED_H
+
+#include <stddef.h>
+
+#include "catalog.h"
+#include "csv_table.h"
+#include "train.h"
+
+/* The contract columns; extension columns (id, stack, features, ...) are optional. */
+extern const char *const measured_columns[];
+
+/* The cell of a named column, "" when the file has no such column. */
+const char *measured_cell(const struct csv_table *t, size_t r, const char *col);
+
+/* Fills c from row r (everything but the model). Returns 0; 1 when the model cannot
+ * represent the row, with the reason in why (unknown method, offload, DoRA, unknown
+ * sequence length, a status other than ok); -1 with e on a malformed cell. LoRA targets go
+ * through parse_targets (the rules fitter also accepts "embed"). */
+int measured_row_config(const struct csv_table *t, size_t r,
+                        int (*parse_targets)(const char *, uint32_t *), struct train_config *c,
+                        char *why, size_t n, struct input_error *e);
+
+/* The row's model: a catalog id, or a config.json path relative to the CSV. Returns 0, or
+ * -1 when neither resolves. */
+int measured_row_model(const char *csv_path, const char *name, const struct catalog *cat,
+                       struct model_spec *m);
+
+#endif
