@@ -9,6 +9,8 @@
 #include "report.h"
 #include "units.h"
 
+#define ALL_MAX_POINTS (UINT64_C(4) << 20) /* about 2 GiB of report rows */
+
 /* The format of each output: --format when given, else the file's extension; stdout gets
  * the table unless --format says otherwise. */
 static int output_format(const struct options *o, const char *path, enum out_format *f)
@@ -87,6 +89,13 @@ int cmd_sweep(int argc, char **argv)
     if ((rc = job_init(&j, &o)) || (rc = job_build_space(&j))) {
         job_free(&j);
         return rc;
+    }
+    /* --all keeps every point as a report row (~0.5 KiB each): refuse what cannot fit */
+    if (o.all && space_points(&j.sweep.space) / (o.shard_n ? (uint64_t)o.shard_n : 1) > ALL_MAX_POINTS) {
+        fprintf(stderr, "llmem-sweep: --all over %" PRIu64 " points keeps too many rows: narrow "
+                        "the axes or split the run with --shard K/N\n", space_points(&j.sweep.space));
+        job_free(&j);
+        return EXIT_USAGE;
     }
     struct sweep_result res;
     struct report rep = {0};
