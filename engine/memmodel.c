@@ -99,6 +99,26 @@ static double frozen_bytes(const struct model_plan *p, const struct train_config
     }
 }
 
+/* ZeRO-3's gathered parameters per GPU. FSDP gathers one block (and prefetches the next)
+ * in the 16-bit compute dtype, embedding and lm_head being units of their own; backward
+ * adds one block's unsharded gradient before its reduce-scatter. Without FSDP's unit
+ * wrapping the whole 16-bit model ends up gathered, as LLMem observes for Gemini (5.2). */
+static void zero3_gather(const struct model_plan *p, const struct train_config *c,
+                         struct resident *r, double layer, double big)
+{
+    const uint64_t gb = c->precision == PREC_FP32 ? 4 : 2;
+    const double wt = (double)trained_bytes(c);
+    if (!(c->features & FEAT_FSDP)) {
+        double all = (double)p->params / (double)c->tp;
+        r->gather_fwd = r->gather_bwd = (uint64_t)(all * (double)gb * (1.0 - 1.0 / (double)c->dp));
+        return;
+    }
+    double units = layer + (layer > big ? layer : big);
+    r->gather_fwd = (uint64_t)(units * (double)gb);
+    r->gather_bwd = r->gather_fwd +
+                    (uint64_t)((c->finetune == FT_FULL ? layer : r->trained / (double)p->spec.layers) * wt);
+}
+
 static void resident_terms(const struct model_plan *p, const struct train_config *c,
                            struct resident *r)
 {
@@ -111,7 +131,7 @@ static void resident_terms(const struct model_plan *p, const struct train_config
     /* TP shards the matrices (Megatron column/row and vocab-parallel embedding); norms and
      * biases stay replicated. */
     double base = (double)(p->params - p->vector_p + extra_head) / tpdiv + (double)p->vector_p;
-    double layer = (double)(p->layer_p - 0) / tpdiv;
+    double layer = (double)p->layer_p / tpdiv;
     double big = (double)(p->embed_p > p->head_p + extra_head ? p->embed_p : p->head_p + extra_head) / tpdiv;
 
     memset(r, 0, sizeof *r);
@@ -164,16 +184,8 @@ static void resident_terms(const struct model_plan *p, const struct train_config
     }
     if (c->method == METHOD_CDP) /* DDP gradient buckets: one more copy of the gradients */
         r->bucket = (uint64_t)(r->trained * (double)wt);
-    if (zero3) {
-        /* FSDP gathers one block (and prefetches the next) in the 16-bit compute dtype;
-         * embedding and lm_head are units of their own. Backward adds the unsharded
-         * gradient of one block before its reduce-scatter. */
-        double units = layer + (layer > big ? layer : big);
-        r->gather_fwd = (uint64_t)(units * (double)gb);
-        r->gather_bwd = r->gather_fwd +
-                        (uint64_t)((c->finetune == FT_FULL ? layer : r->trained / (double)p->spec.layers) *
-                                   (double)wt);
-    }
+    if (zero3)
+        zero3_gather(p, c, r, layer, big);
 }
 
 static void set_phase(struct mem_prepared *mp, enum mem_phase ph, uint64_t params, uint64_t grads,
