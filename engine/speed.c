@@ -51,6 +51,9 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
         dq = (double)(p->linear_w - p->head_p) / tp * (c->quant == QUANT_INT8 ? 5.0 : 4.5) *
              (1.0 + sp->fwd_passes) / bw;
     sp->fixed_s += dq;
+    /* kernel launches: forward passes plus a backward of twice as many kernels */
+    sp->fixed_s += (double)p->spec.layers * SPEED_KERNELS_PER_BLOCK * (sp->fwd_passes + 2.0) *
+                   SPEED_LAUNCH_S;
 
     double grad_bytes = trained / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
     double p16 = (double)p->params / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);

@@ -19,6 +19,11 @@
 #define SPEED_MFU 0.40
 /* Fraction of the link bandwidth collectives reach (NCCL bus bandwidth vs. link rate). */
 #define SPEED_LINK_EFF 0.70
+/* A transformer block runs about 20 kernels forward (norms, projections, rotary, attention,
+ * activations, residual adds) and twice that backward; each costs at least the CUDA launch
+ * latency of ~5 us (NVIDIA CUDA C++ Best Practices Guide), which bounds small micro-batches. */
+#define SPEED_KERNELS_PER_BLOCK 20.0
+#define SPEED_LAUNCH_S 5e-6
 
 struct speed_estimate {
     double flops;         /* per GPU per step */
