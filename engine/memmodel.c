@@ -341,7 +341,12 @@ static void logits_coeffs(const struct train_config *c, struct mem_prepared *mp)
         /* compiled, torchtune's 8-chunk CE keeps only the chunk being reduced in fp32:
          * 4 / 8 bytes, counted as 1 */
         bool compiled = (c->features & FEAT_COMPILE) != 0;
-        mp->logits_tok = c->stack == STACK_LITGPT ? 2 * ea : ea + (compiled ? 1 : 4);
+        mp->logits_tok = ea + (compiled ? 1 : 4);
+        /* litgpt: LoRA recipes chunk the lm_head too (16-bit chunks and their 16-bit
+         * log_softmax); finetune/full.py computes full logits and chunked_cross_entropy
+         * copies each non-contiguous chunk of logits[..., :-1, :] before its log_softmax */
+        if (c->stack == STACK_LITGPT)
+            mp->logits_tok = (c->finetune == FT_FULL ? 3 : 2) * ea;
     } else {
         mp->logits_tok = 12;
     }

@@ -118,7 +118,8 @@ static void test_eager_attention(void **state)
 }
 
 /* HF loss on an fp32 upcast: 12 bytes per token and vocab entry: 12 x 16 x 1000. litgpt's
- * chunked CE keeps 16-bit chunks and their 16-bit log_softmax: 4 x 16 x 1000. */
+ * full fine-tuning keeps full 16-bit logits, chunk copies and 16-bit log_softmax:
+ * 6 x 16 x 1000; its LoRA recipes chunk the lm_head too: 4 x 16 x 1000. */
 static void test_logits(void **state)
 {
     (void)state;
@@ -128,6 +129,11 @@ static void test_logits(void **state)
     assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 192000);
     c.stack = STACK_LITGPT;
     c.features = FEAT_CHUNKED_CE;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 96000);
+    c.finetune = FT_LORA;
+    c.lora_r = 4;
+    c.lora_targets = TARGET_BIT(ROLE_Q);
     predict(&c, &e);
     assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 64000);
 }
