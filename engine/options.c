@@ -2,6 +2,7 @@
 #include "options.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,17 +10,15 @@
 #include "error.h"
 #include "units.h"
 
-static int usage_error(const char *fmt, const char *a, const char *b)
-    __attribute__((format(printf, 1, 0)));
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* fmt holds two %s conversions for a and b */
-static int usage_error(const char *fmt, const char *a, const char *b)
+static int usage_error(const char *fmt, ...)
 {
+    va_list ap;
     fputs("llmem-sweep: ", stderr);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-    fprintf(stderr, fmt, a, b);
-#pragma GCC diagnostic pop
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fputs(" (see --help)\n", stderr);
     return EXIT_USAGE;
 }
@@ -172,7 +171,7 @@ static int apply_value(struct options *o, const char *name, const char *v)
         o->gpu = v;
     else if (!strcmp(name, "--model")) {
         if (o->nmodels == OPT_MODELS_MAX)
-            return usage_error("too many --model options%s%s", "", "");
+            return usage_error("too many --model options");
         o->models[o->nmodels++] = v;
     } else if (!strcmp(name, "--methods") || !strcmp(name, "--method"))
         rc = parse_names(v, method_parse, o->methods, METHOD_COUNT, &o->nmethods);
@@ -227,7 +226,7 @@ static int apply_value(struct options *o, const char *name, const char *v)
         rc = parse_format(v, &o->format);
     else if (!strcmp(name, "--out")) {
         if (o->nouts == OPT_OUTS_MAX)
-            return usage_error("at most 4 --out files%s%s", "", "");
+            return usage_error("at most 4 --out files");
         o->outs[o->nouts++] = v;
     } else
         return 1;
@@ -266,25 +265,25 @@ int options_parse(int argc, char **argv, int first, enum options_mode mode, stru
             return -1;
         }
         if (strncmp(arg, "--", 2) != 0)
-            return usage_error("unexpected argument '%s'%s", arg, "");
+            return usage_error("unexpected argument '%s'", arg);
         size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
         if (len >= sizeof name)
-            return usage_error("unknown option '%s'%s", arg, "");
+            return usage_error("unknown option '%s'", arg);
         memcpy(name, arg, len);
         name[len] = '\0';
         if (!eq && apply_flag(o, name) == 0)
             continue;
         val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
         if (!val)
-            return usage_error("option %s needs a value%s", name, "");
+            return usage_error("option %s needs a value", name);
         int rc = apply_value(o, name, val);
         if (rc == 1)
-            return usage_error("unknown option '%s'%s", name, "");
+            return usage_error("unknown option '%s'", name);
         if (rc)
             return rc;
     }
     if ((o->shard_n > 0) + (mode == OPTIONS_EXPLAIN) > 1)
-        return usage_error("explain takes no --shard%s%s", "", "");
+        return usage_error("explain takes no --shard");
     return 0;
 }
 
