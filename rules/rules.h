@@ -15,6 +15,7 @@
 #include "error.h"
 #include "memmodel.h"
 #include "plan.h"
+#include "rule_features.h"
 #include "train.h"
 
 struct rule_book;
@@ -47,29 +48,11 @@ const char *rules_label(const struct rule_book *rb, int candidate);
 #define RULES_MAX_CANDIDATES 16
 #define RULES_NAME_MAX 64
 
-/* LoRA on the token embedding (Salisbury's "Embedding" component). The memory model has no
- * such target; only rule features (trainable, r*h*L_targets) and rule matching know it. */
-#define RULES_TARGET_EMBED TARGET_BIT(ROLE_EMBED)
-
 enum rules_metric { RULES_ALLOCATED, RULES_RESERVED, RULES_DEVICE, RULES_METRIC_COUNT };
 
 /* Parses "allocated" | "reserved" | "device"; -1 otherwise. */
 int rules_metric_parse(const char *s);
 const char *rules_metric_name(enum rules_metric m);
-
-/* Features (README "Features"): value = multiplier(model, config) x monomial(b, s) where the
- * monomial is 1, b*s or b*s^2. Ids are 0 .. rules_feature_count() - 1. */
-int rules_feature_count(void);
-int rules_feature_parse(const char *name); /* -1 when unknown */
-const char *rules_feature_name(int feature);
-/* The feature's value for the configuration, micro-batch and sequence length included. */
-double rules_feature_value(int feature, const struct model_plan *p,
-                           const struct train_config *c);
-/* Trainable parameters: LoRA adapters (embedding target included), or all parameters. */
-double rules_trainable(const struct model_plan *p, const struct train_config *c);
-
-/* "a+b+c" LoRA targets as on the command line, plus "embed". Returns 0 or -1. */
-int rules_targets_parse(const char *s, uint32_t *out);
 
 /* Parses a rules CSV held in memory; name is used in messages (the fuzz target's entry). */
 int rules_parse(const char *buf, size_t len, const char *name, struct rule_book **out,
