@@ -57,13 +57,14 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
 
     double grad_bytes = trained / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
     double p16 = (double)p->params / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
+    sp->comm_fixed_s = 0;
     switch (c->method) {
     case METHOD_CDP: /* DDP: one all-reduce of the gradients */
-        sp->fixed_s += ring(grad_bytes, c->dp, 2.0, g);
+        sp->comm_fixed_s = ring(grad_bytes, c->dp, 2.0, g);
         break;
     case METHOD_ADP:
     case METHOD_DPTP: /* ZeRO-3: gather for forward and backward, reduce-scatter grads */
-        sp->fixed_s += ring(p16, c->dp, 2.0, g) + ring(grad_bytes, c->dp, 1.0, g);
+        sp->comm_fixed_s = ring(p16, c->dp, 2.0, g) + ring(grad_bytes, c->dp, 1.0, g);
         break;
     default:
         break;
@@ -75,7 +76,6 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
         double per_tok = (double)p->spec.hidden * e * (double)p->spec.layers * 2.0 * (sp->fwd_passes + 1.0);
         sp->act_comm_tok = ring(per_tok, c->tp, 2.0, g);
     }
-    sp->per_tok_mem_s = 0;
 }
 
 void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
@@ -89,8 +89,9 @@ void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
     s->flops = fwd * sp->fwd_passes + bwd;
     s->compute_s = s->flops / sp->rate;
     s->memory_s = sp->fixed_s;
-    s->comm_s = sp->act_comm_tok * tok;
-    s->step_time_s = s->compute_s + s->memory_s + s->comm_s;
+    s->comm_s = sp->comm_fixed_s + sp->act_comm_tok * tok;
+    /* summed in the order the ranking always used, so scores stay bit-identical */
+    s->step_time_s = s->compute_s + (sp->fixed_s + sp->comm_fixed_s) + sp->act_comm_tok * tok;
     double global = b * (double)c->dp;
     s->samples_per_s = global / s->step_time_s;
     s->tokens_per_s = s->samples_per_s * seq;

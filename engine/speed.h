@@ -39,9 +39,9 @@ struct speed_prepared {
     double bwd_factor;      /* backward FLOPs / forward FLOPs */
     double fwd_passes;      /* forward passes per step: 1, or 2 with recomputation */
     double rate;            /* FLOP/s reached */
-    double fixed_s;         /* optimizer step, dequantization, parameter collectives */
+    double fixed_s;         /* optimizer step, dequantization, kernel launches */
+    double comm_fixed_s;    /* gradient and parameter collectives per step */
     double act_comm_tok;    /* TP all-reduce seconds per token */
-    double per_tok_mem_s;   /* memory-bound seconds per token (dequantization) */
 };
 
 void speed_prepare(const struct model_plan *p, const struct train_config *c,
