@@ -98,7 +98,7 @@ static int load_models(struct job *j)
         if (plan_init(&s->models[i], &m) != 0)
             return EXIT_IO;
         s->nmodels = i + 1;
-        if (j->opt.paper || j->opt.stack == STACK_COLOSSAL)
+        if (memmodel_uses_llmem(j->opt.stack, &s->mem))
             plan_chunk(&s->models[i]);
         s->rule_binding[i] = s->rules ? rules_bind(s->rules, &s->models[i]) : -1;
     }

@@ -353,6 +353,11 @@ static void logits_coeffs(const struct train_config *c, struct mem_prepared *mp)
     mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? 2 * ea : 0;
 }
 
+bool memmodel_uses_llmem(enum stack stack, const struct mem_options *opt)
+{
+    return opt->paper || stack == STACK_COLOSSAL;
+}
+
 void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
                       const struct mem_options *opt, struct mem_prepared *mp)
 {
@@ -363,7 +368,7 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
     mp->heads = p->spec.heads;
     mp->ckpt = c->grad_ckpt;
     mp->nccl = c->gpus > 1 ? NCCL_BUFFERS : 0;
-    mp->use_llmem = opt->paper || c->stack == STACK_COLOSSAL;
+    mp->use_llmem = memmodel_uses_llmem(c->stack, opt);
     if (mp->use_llmem) {
         llmem_static(p, c, opt->base_bytes, opt->paper, &mp->llmem);
         return;

@@ -79,8 +79,11 @@ struct mem_estimate {
     struct llmem_terms llmem;                /* LLMem's terms for this point */
 };
 
-/* Batch-independent preparation. The plan's chunk size must have been searched
- * (plan_chunk) when the stack is colossal or opt->paper is set. */
+/* Whether a prediction uses the LLMem equations (--paper, or the colossal stack): then the
+ * plan's chunk size must have been searched (plan_chunk) before memmodel_prepare. */
+bool memmodel_uses_llmem(enum stack stack, const struct mem_options *opt);
+
+/* Batch-independent preparation (see memmodel_uses_llmem for the precondition). */
 void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
                       const struct mem_options *opt, struct mem_prepared *mp);
 

@@ -37,7 +37,7 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     if (bad)
         return snprintf(why, n, "invalid configuration: %s", bad), why;
     struct mem_options mo = {vo->paper, g ? g->context_bytes : 0};
-    if (mo.paper || c->stack == STACK_COLOSSAL)
+    if (memmodel_uses_llmem(c->stack, &mo))
         plan_chunk(p);
     struct mem_prepared mp;
     struct mem_estimate est;
