@@ -74,6 +74,11 @@ static const struct {
 
 int targets_parse(const char *s, uint32_t *out)
 {
+    return targets_parse_with(s, NULL, 0, out);
+}
+
+int targets_parse_with(const char *s, const char *extra, uint32_t extra_bits, uint32_t *out)
+{
     uint32_t bits = 0;
     while (*s) {
         size_t len = strcspn(s, "+");
@@ -81,9 +86,12 @@ int targets_parse(const char *s, uint32_t *out)
         for (i = 0; i < N_TARGET_NAMES; i++)
             if (strlen(target_names[i].name) == len && strncmp(target_names[i].name, s, len) == 0)
                 break;
-        if (i == N_TARGET_NAMES)
+        if (i < N_TARGET_NAMES)
+            bits |= target_names[i].bits;
+        else if (extra && strlen(extra) == len && strncmp(extra, s, len) == 0)
+            bits |= extra_bits;
+        else
             return -1;
-        bits |= target_names[i].bits;
         s += len;
         if (*s == '+' && *++s == '\0')
             return -1;

@@ -81,6 +81,8 @@ uint32_t stack_features(enum stack s);
 /* "attn", "mlp", "all", or roles joined by '+' ("q+v", "q+k+v+o+gate+up+down+head").
  * Returns 0 on success, -1 on an unknown module. */
 int targets_parse(const char *s, uint32_t *out);
+/* The same, also accepting one extra module name (the rules' "embed") as extra_bits. */
+int targets_parse_with(const char *s, const char *extra, uint32_t extra_bits, uint32_t *out);
 /* Canonical text: "attn", "mlp", "all", or the roles joined by '+'; "" when none. */
 void targets_format(uint32_t targets, char *buf, size_t n);
 

@@ -149,28 +149,7 @@ double rules_feature_value(int f, const struct model_plan *p, const struct train
 
 int rules_targets_parse(const char *s, uint32_t *out)
 {
-    uint32_t bits = 0, t;
-    char part[32];
-    while (*s) {
-        size_t len = strcspn(s, "+");
-        if (len == 0 || len >= sizeof part)
-            return -1;
-        memcpy(part, s, len);
-        part[len] = '\0';
-        if (strcmp(part, "embed") == 0)
-            bits |= RULES_TARGET_EMBED;
-        else if (targets_parse(part, &t) == 0)
-            bits |= t;
-        else
-            return -1;
-        s += len;
-        if (*s == '+' && *++s == '\0')
-            return -1;
-    }
-    if (!bits)
-        return -1;
-    *out = bits;
-    return 0;
+    return targets_parse_with(s, "embed", RULES_TARGET_EMBED, out);
 }
 
 double rules_feature_factor(int f, const struct model_plan *p, const struct train_config *c)
