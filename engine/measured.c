@@ -19,24 +19,25 @@ const char *measured_cell(const struct csv_table *t, size_t r, const char *col)
     return c >= 0 ? t->cells[r][c] : "";
 }
 
-/* The `features` column (datasets/measured/README.md): stack behaviours the row adds.
+/* The `features` column (datasets/measured/README.md): stack behaviours the row adds (or,
+ * like no-accum, removes from the stack's defaults).
  * Returns NULL, or why the model cannot represent the row. Flags that only describe the
  * measurement (active, metric-guess, packed, ...) change nothing. */
 static const char *apply_features(const char *list, struct train_config *c)
 {
     static const struct {
         const char *name;
-        uint32_t set;
+        uint32_t set, clear;
         const char *unsupported;
     } table[] = {
-        {"chunked-ce", FEAT_CHUNKED_CE, NULL},  {"untied-head", FEAT_UNTIED_HEAD, NULL},
-        {"opt-in-bwd", FEAT_OPT_IN_BWD, NULL},  {"paged", FEAT_PAGED_OPT, NULL},
-        {"fsdp", FEAT_FSDP, NULL},              {"full-init", FEAT_FULL_INIT, NULL},
-        {"fused", FEAT_FUSED_OPT, NULL},        {"grad-accum", FEAT_GRAD_ACCUM, NULL},
-        {"compile", FEAT_COMPILE, NULL},
-        {"act-offload", 0, "activation offloading to CPU is not modelled"},
-        {"cpu-offload", 0, "CPU offload of parameters/optimizer is not modelled"},
-        {"dora", 0, "DoRA is not modelled"},
+        {"chunked-ce", FEAT_CHUNKED_CE, 0, NULL},  {"untied-head", FEAT_UNTIED_HEAD, 0, NULL},
+        {"opt-in-bwd", FEAT_OPT_IN_BWD, 0, NULL},  {"paged", FEAT_PAGED_OPT, 0, NULL},
+        {"fsdp", FEAT_FSDP, 0, NULL},              {"full-init", FEAT_FULL_INIT, 0, NULL},
+        {"fused", FEAT_FUSED_OPT, 0, NULL},        {"grad-accum", FEAT_GRAD_ACCUM, 0, NULL},
+        {"no-accum", 0, FEAT_GRAD_ACCUM, NULL},    {"compile", FEAT_COMPILE, 0, NULL},
+        {"act-offload", 0, 0, "activation offloading to CPU is not modelled"},
+        {"cpu-offload", 0, 0, "CPU offload of parameters/optimizer is not modelled"},
+        {"dora", 0, 0, "DoRA is not modelled"},
     };
     while (*list) {
         size_t len = strcspn(list, "+");
@@ -47,7 +48,7 @@ static const char *apply_features(const char *list, struct train_config *c)
                 continue;
             if (table[i].unsupported)
                 return table[i].unsupported;
-            c->features |= table[i].set;
+            c->features = (c->features | table[i].set) & ~table[i].clear;
         }
         list += len + (list[len] == '+');
     }

@@ -99,12 +99,17 @@ static double frozen_bytes(const struct model_plan *p, const struct train_config
     }
 }
 
-/* ZeRO-3's gathered parameters per GPU. FSDP gathers one block (and prefetches the next)
- * in the 16-bit compute dtype, embedding and lm_head being units of their own; backward
- * adds one block's unsharded gradient before its reduce-scatter. Without FSDP's unit
+/* ZeRO-3's gathered parameters per GPU. FSDP wraps each block as a unit; what is left
+ * (embedding, lm_head, final norm) forms the root unit, which FSDP does not reshard after
+ * forward because backward needs it at once (torch FSDP _post_forward_reshard: "Do not free
+ * the root's parameters in the post-forward for FULL_SHARD"; FSDP2 sets the root's
+ * reshard_after_forward to False). So the root stays gathered through forward and backward,
+ * beside the block being computed; backward also prefetches the next block (BACKWARD_PRE;
+ * forward_prefetch is off by default) and holds one block's unsharded gradient until its
+ * reduce-scatter. Without FSDP's unit
  * wrapping the whole 16-bit model ends up gathered, as LLMem observes for Gemini (5.2). */
 static void zero3_gather(const struct model_plan *p, const struct train_config *c,
-                         struct resident *r, double layer, double big)
+                         struct resident *r, double layer, double root)
 {
     const uint64_t gb = c->precision == PREC_FP32 ? 4 : 2;
     const double wt = (double)trained_bytes(c);
@@ -113,9 +118,8 @@ static void zero3_gather(const struct model_plan *p, const struct train_config *
         r->gather_fwd = r->gather_bwd = (uint64_t)(all * (double)gb * (1.0 - 1.0 / (double)c->dp));
         return;
     }
-    double units = layer + (layer > big ? layer : big);
-    r->gather_fwd = (uint64_t)(units * (double)gb);
-    r->gather_bwd = r->gather_fwd +
+    r->gather_fwd = (uint64_t)((root + layer) * (double)gb);
+    r->gather_bwd = (uint64_t)((root + 2 * layer) * (double)gb) +
                     (uint64_t)((c->finetune == FT_FULL ? layer : r->trained / (double)p->spec.layers) * wt);
 }
 
@@ -133,6 +137,7 @@ static void resident_terms(const struct model_plan *p, const struct train_config
     double base = (double)(p->params - p->vector_p + extra_head) / tpdiv + (double)p->vector_p;
     double layer = (double)p->layer_p / tpdiv;
     double big = (double)(p->embed_p > p->head_p + extra_head ? p->embed_p : p->head_p + extra_head) / tpdiv;
+    double root = (double)(p->embed_p + p->head_p + extra_head) / tpdiv;
 
     memset(r, 0, sizeof *r);
     if (c->finetune == FT_FULL) {
@@ -185,7 +190,7 @@ static void resident_terms(const struct model_plan *p, const struct train_config
     if (c->method == METHOD_CDP) /* DDP gradient buckets: one more copy of the gradients */
         r->bucket = (uint64_t)(r->trained * (double)wt);
     if (zero3)
-        zero3_gather(p, c, r, layer, big);
+        zero3_gather(p, c, r, layer, root);
 }
 
 static void set_phase(struct mem_prepared *mp, enum mem_phase ph, uint64_t params, uint64_t grads,
@@ -199,6 +204,18 @@ static void set_phase(struct mem_prepared *mp, enum mem_phase ph, uint64_t param
     mp->fixed[ph][TERM_COMM] = comm;
     mp->fixed_r[ph] = alloc_round(params) + alloc_round(grads) + alloc_round(optim) +
                       alloc_round(act) + alloc_round(comm);
+}
+
+/* Gradients held between the micro-batches of one accumulated step. FSDP runs those
+ * micro-batches under no_sync(), which skips the reduce-scatter: "FSDP will accumulate the
+ * full model gradients (instead of gradient shards) until the eventual sync" (PyTorch,
+ * FullyShardedDataParallel.no_sync; Lightning's no_backward_sync calls it for FSDP).
+ * DeepSpeed ZeRO-3 reduces every micro-batch into its partition, DDP's are full anyway. */
+static uint64_t accumulated_grads(const struct train_config *c, const struct resident *r)
+{
+    const bool fsdp = (c->features & FEAT_FSDP) && c->dp > 1 &&
+                      (c->method == METHOD_ADP || c->method == METHOD_DPTP);
+    return fsdp ? r->g * (uint64_t)c->dp : r->g;
 }
 
 /* The batch-independent bytes of each phase (see enum mem_phase). Gradients are None
@@ -221,13 +238,14 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     uint64_t head_grad = c->finetune == FT_FULL
         ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * trained_bytes(c) : 0;
     /* accumulating micro-batches keeps the summed gradients through the next forward */
-    const uint64_t fwd_grad = (c->features & FEAT_GRAD_ACCUM) ? r.g : 0;
-    if (fwd_grad)
-        head_grad = r.g;
-    set_phase(mp, PHASE_FORWARD, r.w, fwd_grad, r.o, amp_fwd + r.dequant, r.gather_fwd + r.bucket);
-    set_phase(mp, PHASE_LOSS, r.w, fwd_grad, r.o, amp_fwd + r.dequant_head, r.gather_fwd + r.bucket);
+    const uint64_t acc_grad = (c->features & FEAT_GRAD_ACCUM) ? accumulated_grads(c, &r) : 0;
+    const uint64_t bwd_grad = acc_grad > r.g ? acc_grad : r.g;
+    if (acc_grad)
+        head_grad = acc_grad;
+    set_phase(mp, PHASE_FORWARD, r.w, acc_grad, r.o, amp_fwd + r.dequant, r.gather_fwd + r.bucket);
+    set_phase(mp, PHASE_LOSS, r.w, acc_grad, r.o, amp_fwd + r.dequant_head, r.gather_fwd + r.bucket);
     set_phase(mp, PHASE_BWD_LAST, r.w, head_grad, r.o, amp_fwd + r.dequant, r.gather_bwd + r.bucket);
-    set_phase(mp, PHASE_BWD_FIRST, r.w, r.g, r.o, r.amp_one + r.dequant, r.gather_bwd + r.bucket);
+    set_phase(mp, PHASE_BWD_FIRST, r.w, bwd_grad, r.o, r.amp_one + r.dequant, r.gather_bwd + r.bucket);
     set_phase(mp, PHASE_OPTIMIZER, r.w, r.g, r.o + r.tmp, 0, r.bucket);
     if (c->features & FEAT_EVAL_LOGITS)
         set_phase(mp, PHASE_EVAL, r.w, 0, r.o, r.dequant + r.dequant_head, r.gather_fwd + r.bucket);
@@ -419,9 +437,8 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     const uint64_t saved = mp->ckpt ? sat_mul(t, L * mp->ckpt_tok) : sat_mul(layer, L);
     const uint64_t recompute = (mp->ckpt ? layer : 0) + t * mp->bwd_tok;
     const uint64_t tail = t * mp->tail_tok;
-    const uint64_t logit_t = (c->features & FEAT_CHUNKED_CE) && c->stack != STACK_LITGPT
-                                 ? t : t; /* all chunks stay alive for backward */
-    const uint64_t logits = sat_mul(logit_t, (uint64_t)mp->vocab * mp->logits_tok);
+    /* chunked or not, every token's logits are alive at the loss (chunks stay for backward) */
+    const uint64_t logits = sat_mul(t, (uint64_t)mp->vocab * mp->logits_tok);
     const uint64_t comm = t * mp->comm_tok;
 
     uint64_t act[PHASE_COUNT] = {0}, lg[PHASE_COUNT] = {0}, cm[PHASE_COUNT] = {0};

@@ -62,7 +62,6 @@ struct mem_prepared {
     uint64_t bwd_tok;        /* backward working set of one block per token */
     uint64_t logits_tok;     /* per token and vocab entry at the loss peak */
     uint64_t eval_logits_tok;/* per token and vocab entry in an evaluation pass */
-    uint64_t logits_tokens;  /* chunked CE: tokens per chunk alive at once (0 = all) */
     uint64_t comm_tok;       /* TP gather buffer per token */
     uint64_t nccl;           /* device-level NCCL buffers */
     uint64_t paged;          /* optimizer states in managed memory (outside the allocator) */

@@ -196,6 +196,31 @@ static void test_sharding(void **state)
     assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_COMM], 2 * 202048); /* bucket = grads */
 }
 
+/* FSDP on 2 GPUs, bf16: the root unit (embedding 64000 + lm_head 64000) stays gathered
+ * with the block being computed (36992) in forward: (128000 + 36992) x 2 bytes; backward adds
+ * the prefetched block and one block's unsharded gradient: (128000 + 2 x 36992 + 36992) x 2.
+ * Accumulating under no_sync keeps the whole gradient unsharded: 202048 x 2 bytes, not the
+ * 202048 / 2 x 2 of a shard; the optimizer step sees the shard again. */
+static void test_fsdp_units(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.method = METHOD_ADP, c.gpus = 2, c.dp = 2, c.features = FEAT_FSDP;
+    struct mem_estimate e;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_COMM], 329984);
+    assert_int_equal(e.phase[PHASE_BWD_FIRST][TERM_COMM], 477952);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_GRADS], 0);
+    c.features |= FEAT_GRAD_ACCUM;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_GRADS], 404096);
+    assert_int_equal(e.phase[PHASE_BWD_FIRST][TERM_GRADS], 404096);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_GRADS], 202048);
+    c.features = FEAT_GRAD_ACCUM; /* ZeRO-3 without FSDP reduces every micro-batch */
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_GRADS], 202048);
+}
+
 /* The peak is the maximum over phases, and device = reserved + base (+ NCCL on 2+ GPUs). */
 static void test_peak_is_max_phase(void **state)
 {
@@ -236,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_qlora_weights),
         cmocka_unit_test(test_paged_states),
         cmocka_unit_test(test_sharding),
+        cmocka_unit_test(test_fsdp_units),
         cmocka_unit_test(test_peak_is_max_phase),
         cmocka_unit_test(test_monotone),
     };

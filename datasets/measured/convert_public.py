@@ -35,7 +35,7 @@ IN_HEADER = [
 FEATURE_ORDER = [
     "chunked-ce", "untied-head", "opt-in-bwd", "act-offload", "cpu-offload", "compile",
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
-    "fsdp", "deepspeed", "flash-attn", "full-init",
+    "fsdp", "deepspeed", "flash-attn", "full-init", "no-accum",
 ]
 
 # Out of scope: not decoder-only causal LMs.
@@ -343,6 +343,16 @@ ROW_REMARKS = {
     "PEFT-DOC-04": "grad accum 2",
 }
 
+# litgpt config-hub rows whose recipe does not accumulate gradients (the litgpt stack assumes it
+# does): gradient_accumulation_iters = global_batch_size // devices // micro_batch_size, read
+# from config_hub/finetune/<model>/<recipe>.yaml at the row's commit.
+NO_ACCUM = {
+    "LGCH-26": "phi-2/full.yaml @5895df10: 8 // 2 devices // micro 4 = 1",
+    "LGCH-36": "tiny-llama/lora.yaml @5895df10: 8 // 1 device // micro 8 = 1",
+    "LGCH-37": "tiny-llama/qlora.yaml @5895df10: 8 // 1 device // micro 8 = 1",
+}
+
+
 # Features that follow from a source's documented setup (beyond the per-column maps).
 def source_features(letter, row, rid):
     feats = []
@@ -369,6 +379,8 @@ def source_features(letter, row, rid):
             feats.append("chunked-ce")
     if letter == "L":
         feats += ["packed", "flash-attn"]
+    if rid in NO_ACCUM:
+        feats.append("no-accum")
     if letter == "B" and row["method"].startswith("FSDP"):
         # lit-gpt 8641822 finetune/lora.py builds the model under
         # fabric.init_module(empty_init=False): every rank materialises the whole model
