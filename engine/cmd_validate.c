@@ -75,19 +75,26 @@ static int cmp_double(const void *x, const void *y)
 }
 
 struct stats {
-    int n, skipped;
+    int n, skipped, inconsistent;
     double median, mean, max, bias;
 };
 
-static struct stats summarize(const struct validate_row *rows, size_t n, const char *source)
+static bool is_inconsistent(const struct validate_row *r) { return !strncmp(r->status, "inconsistent", 12); }
+
+/* Grade A and B rows (A-, B+, ...): the well-documented measurements. */
+static bool is_grade_ab(const struct validate_row *r) { return r->grade[0] == 'A' || r->grade[0] == 'B'; }
+
+/* Statistics over the rows of one source (NULL: all) that pass the filter (NULL: all). */
+static struct stats summarize(const struct validate_row *rows, size_t n, const char *source,
+                              bool (*filter)(const struct validate_row *))
 {
     struct stats s = {0};
     double *abs_err = malloc((n ? n : 1) * sizeof *abs_err);
     for (size_t i = 0; abs_err && i < n; i++) {
-        if (source && strcmp(rows[i].source, source) != 0)
+        if ((source && strcmp(rows[i].source, source) != 0) || (filter && !filter(&rows[i])))
             continue;
         if (strcmp(rows[i].status, "ok") != 0) {
-            s.skipped++;
+            *(is_inconsistent(&rows[i]) ? &s.inconsistent : &s.skipped) += 1;
             continue;
         }
         abs_err[s.n++] = fabs(rows[i].error_pct);
@@ -111,32 +118,46 @@ static void print_rows(const struct validate_row *rows, size_t n)
            "error %", "status / peak phase");
     for (size_t i = 0; i < n; i++) {
         const struct validate_row *r = &rows[i];
-        if (!strcmp(r->status, "ok"))
+        if (!strcmp(r->status, "ok") || is_inconsistent(r))
             printf("%-10s %-44.44s %-14s %9.2f %9.2f %+8.1f  %s\n", r->id[0] ? r->id : "-", r->model,
-                   r->metric, r->measured_gib, r->predicted_gib, r->error_pct, r->phase);
+                   r->metric, r->measured_gib, r->predicted_gib, r->error_pct,
+                   is_inconsistent(r) ? r->status : r->phase);
         else
             printf("%-10s %-44.44s %-14s %9.2f %9s %8s  %s\n", r->id[0] ? r->id : "-", r->model,
                    r->metric, r->measured_gib, "-", "-", r->status);
     }
 }
 
+static void print_stats(const char *name, struct stats s)
+{
+    printf("%-24.24s %5d %7d %12d %9.1f %9.1f %9.1f %+9.1f\n", name, s.n, s.skipped, s.inconsistent,
+           s.median, s.mean, s.max, s.bias);
+}
+
+/* Per source, all rows, then the grade A/B rows and those of them beyond 30 %. */
 static void print_summary(const struct validate_row *rows, size_t n)
 {
-    printf("\n%-24s %5s %7s %9s %9s %9s %9s\n", "source", "rows", "skipped", "median|%|", "mean|%|",
-           "max|%|", "bias %");
+    printf("\n%-24s %5s %7s %12s %9s %9s %9s %9s\n", "source", "rows", "skipped", "inconsistent",
+           "median|%|", "mean|%|", "max|%|", "bias %");
     for (size_t i = 0; i < n; i++) {
         bool first = true;
         for (size_t k = 0; k < i; k++)
             first &= strcmp(rows[k].source, rows[i].source) != 0;
-        if (!first)
-            continue;
-        struct stats s = summarize(rows, n, rows[i].source);
-        printf("%-24.24s %5d %7d %9.1f %9.1f %9.1f %+9.1f\n", rows[i].source, s.n, s.skipped, s.median,
-               s.mean, s.max, s.bias);
+        if (first)
+            print_stats(rows[i].source, summarize(rows, n, rows[i].source, NULL));
     }
-    struct stats all = summarize(rows, n, NULL);
-    printf("%-24s %5d %7d %9.1f %9.1f %9.1f %+9.1f\n", "all", all.n, all.skipped, all.median,
-           all.mean, all.max, all.bias);
+    print_stats("all", summarize(rows, n, NULL, NULL));
+    struct stats ab = summarize(rows, n, NULL, is_grade_ab);
+    if (!ab.n)
+        return;
+    print_stats("grade A/B", ab);
+    printf("grade A/B rows off by more than 30 %%:");
+    int beyond = 0;
+    for (size_t i = 0; i < n; i++)
+        if (is_grade_ab(&rows[i]) && !strcmp(rows[i].status, "ok") && fabs(rows[i].error_pct) > 30.0)
+            printf(" %s (%+.1f %%)", rows[i].id[0] ? rows[i].id : rows[i].model, rows[i].error_pct),
+                beyond++;
+    puts(beyond ? "" : " none");
 }
 
 static int write_csv(const char *path, const struct validate_row *rows, size_t n)
@@ -151,7 +172,7 @@ static int write_csv(const char *path, const struct validate_row *rows, size_t n
     fputs("file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status\n", f);
     for (size_t i = 0; i < n; i++) {
         const struct validate_row *r = &rows[i];
-        bool ok = !strcmp(r->status, "ok");
+        bool ok = !strcmp(r->status, "ok") || is_inconsistent(r);
         csv_fwrite(f, r->file, strlen(r->file));
         fprintf(f, ",%ld,", r->line);
         csv_fwrite(f, r->source, strlen(r->source));
@@ -209,7 +230,7 @@ int cmd_validate(int argc, char **argv)
             rc = write_csv(a.out, rows, n);
     }
     if (!rc && a.fail_above >= 0) {
-        struct stats s = summarize(rows, n, NULL);
+        struct stats s = summarize(rows, n, NULL, NULL);
         if (s.median > a.fail_above) {
             fprintf(stderr, "llmem-sweep: validate: median absolute error %.1f %% is above %.1f %%\n",
                     s.median, a.fail_above);

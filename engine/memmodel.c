@@ -477,6 +477,34 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     e->device = e->reserved + base + mp->paged;
 }
 
+/* The least allocated memory any run of c must reach (memmodel.h). At the optimizer step
+ * the resident weights, every gradient (one, under optimizer-in-backward) and the states
+ * coexist. At the end of a forward over exact-length samples the weights and states (from
+ * step 2 on) coexist with what backward cannot do without: each block's input (the
+ * checkpoint, or the input its first norm saves), in the 16-bit compute dtype at least and
+ * whole on every TP rank; without checkpointing also the MLP tensors the activation's
+ * backward reads (gate and up of a gated MLP, as even a fused SwiGLU keeps, or fc1's
+ * output). Stack-specific and inferred terms are left out on purpose. */
+uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c,
+                        bool exact_seq, enum mem_phase *at)
+{
+    struct resident r;
+    resident_terms(p, c, &r);
+    const uint64_t step = r.w + r.g + r.o;
+    uint64_t fwd = r.w + r.o;
+    if (exact_seq) {
+        const uint64_t t = (uint64_t)c->micro_batch * (uint64_t)c->seq_len;
+        const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
+        uint64_t tok = ea * (uint64_t)p->spec.hidden;
+        if (!c->grad_ckpt)
+            tok += (p->spec.mlp == MLP_GATED ? 2u : 1u) * ea * (uint64_t)p->spec.intermediate /
+                   (uint64_t)c->tp;
+        fwd += sat_mul(t, tok * (uint64_t)p->spec.layers);
+    }
+    *at = fwd > step ? PHASE_FORWARD : PHASE_OPTIMIZER;
+    return fwd > step ? fwd : step;
+}
+
 void memmodel_predict(const struct model_plan *p, const struct train_config *c,
                       const struct mem_options *opt, struct mem_estimate *e)
 {

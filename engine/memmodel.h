@@ -95,4 +95,12 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
 void memmodel_predict(const struct model_plan *p, const struct train_config *c,
                       const struct mem_options *opt, struct mem_estimate *e);
 
+/* A lower bound on the allocated peak of any run of c: the weights, gradients and optimizer
+ * states at the optimizer step, or the weights, states and the block activations backward
+ * cannot do without at the end of forward (only with exact_seq: every sample had seq_len
+ * tokens). Only terms that follow from the configuration itself, none of the stack- or
+ * measurement-inferred ones; validate flags measurements below it. *at gets the phase. */
+uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c,
+                        bool exact_seq, enum mem_phase *at);
+
 #endif

@@ -2,7 +2,8 @@
  *
  * Each row becomes a configuration of the memory model, predicted for the row's metric
  * (allocated, reserved, device, or reserved-delta: reserved minus what was resident
- * before training). Rows the model cannot represent get a reason instead. */
+ * before training). Rows the model cannot represent get a reason instead; rows measured
+ * below what their own configuration must hold (memmodel_floor) are marked inconsistent. */
 #ifndef LLMEM_VALIDATE_H
 #define LLMEM_VALIDATE_H
 
@@ -11,6 +12,7 @@
 
 #include "catalog.h"
 #include "csv_table.h"
+#include "memmodel.h"
 #include "rules.h"
 
 struct validate_row {
@@ -21,7 +23,9 @@ struct validate_row {
     char model[MODEL_NAME_MAX];
     char metric[16];
     double measured_gib, predicted_gib, error_pct;
-    char status[160];  /* "ok" or "skipped: <reason>" */
+    double floor_gib;  /* memmodel_floor for the row's metric, 0 when none applies */
+    enum mem_phase floor_phase; /* where that floor is */
+    char status[160];  /* "ok", "skipped: <reason>" or "inconsistent: <reason>" */
     char phase[32];
     char grade[8];
 };

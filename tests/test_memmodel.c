@@ -221,6 +221,49 @@ static void test_fsdp_units(void **state)
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_GRADS], 202048);
 }
 
+/* The floor, by hand: full bf16 AdamW holds 202048 x (2 + 2 + 4) bytes at the optimizer
+ * step. At the end of forward, weights and states (202048 x 6) plus, per token and block,
+ * the block input (2 x 64) and without checkpointing gate and up (2 x 2 x 128). */
+static void test_floor(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    enum mem_phase at;
+    assert_int_equal(memmodel_floor(&plan, &c, true, &at), 1616384);
+    assert_int_equal(at, PHASE_OPTIMIZER);
+    c.micro_batch = 64, c.seq_len = 128; /* 8192 tokens */
+    assert_int_equal(memmodel_floor(&plan, &c, true, &at), 1212288 + 8192 * 640 * 2);
+    assert_int_equal(at, PHASE_FORWARD);
+    c.grad_ckpt = true;
+    assert_int_equal(memmodel_floor(&plan, &c, true, &at), 1212288 + 8192 * 128 * 2);
+    assert_int_equal(memmodel_floor(&plan, &c, false, &at), 1616384); /* length only a cap */
+}
+
+/* The floor is a lower bound of the model's own prediction, for every knob. */
+static void test_floor_below_prediction(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    for (int m = 0; m < METHOD_COUNT; m++)
+        for (int ft = 0; ft < FT_COUNT; ft++)
+            for (int pr = 0; pr < PREC_COUNT; pr++)
+                for (int ck = 0; ck < 2; ck++)
+                    for (int32_t b = 1; b <= 64; b *= 4) {
+                        c.method = (enum method)m, c.finetune = (enum finetune)ft;
+                        c.precision = (enum precision)pr, c.grad_ckpt = ck, c.micro_batch = b;
+                        c.gpus = m == METHOD_SINGLE ? 1 : 2;
+                        c.tp = m == METHOD_TP ? 2 : 1, c.dp = c.gpus / c.tp;
+                        c.quant = ft == FT_QLORA ? QUANT_NF4 : QUANT_NONE;
+                        c.lora_r = ft == FT_FULL ? 0 : 8;
+                        c.lora_targets = ft == FT_FULL ? 0 : TARGETS_ALL;
+                        c.features = m == METHOD_ADP ? FEAT_FSDP : 0;
+                        struct mem_estimate e;
+                        enum mem_phase at;
+                        predict(&c, &e);
+                        assert_true(memmodel_floor(&plan, &c, true, &at) <= e.allocated);
+                    }
+}
+
 /* The peak is the maximum over phases, and device = reserved + base (+ NCCL on 2+ GPUs). */
 static void test_peak_is_max_phase(void **state)
 {
@@ -262,6 +305,8 @@ int main(void)
         cmocka_unit_test(test_paged_states),
         cmocka_unit_test(test_sharding),
         cmocka_unit_test(test_fsdp_units),
+        cmocka_unit_test(test_floor),
+        cmocka_unit_test(test_floor_below_prediction),
         cmocka_unit_test(test_peak_is_max_phase),
         cmocka_unit_test(test_monotone),
     };

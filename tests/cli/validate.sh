@@ -4,11 +4,17 @@ source "$(dirname "$0")/../cli_lib.sh"
 BOUND=${LLMEM_VALIDATE_BOUND:-10}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" --out "$TMP/v.csv" \
   --fail-above "$BOUND" > "$TMP/report.txt" || fail "median error above $BOUND % (see below)"
-tail -12 "$TMP/report.txt"
+tail -14 "$TMP/report.txt"
 rows=$(($(wc -l < "$PROJECT/datasets/measured/public.csv") - 1))
 got=$(($(wc -l < "$TMP/v.csv") - 1))
 [ "$rows" = "$got" ] || fail "validate wrote $got rows for $rows measured rows"
 head -1 "$TMP/v.csv" | grep -qx 'file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status' \
   || fail "validation CSV header"
 grep -q 'skipped: ' "$TMP/v.csv" || fail "no skipped rows listed with a reason"
+# issue 4: no grade A/B row beyond 30 % (rows measured below their own configuration's
+# floor are listed as inconsistent, with their prediction, and kept out of the statistics)
+grep -qx 'grade A/B rows off by more than 30 %: none' "$TMP/report.txt" \
+  || fail "a grade A/B row is off by more than 30 %: $(grep 'more than 30' "$TMP/report.txt")"
+grep 'inconsistent: below' "$TMP/v.csv" | grep -q '"LGCH","meta-llama/Llama-3.2-3B",allocated,15.376,[0-9.]*,[0-9.]*,' \
+  || fail "inconsistent rows keep their prediction and error in the CSV"
 finish
