@@ -35,6 +35,7 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"fsdp", FEAT_FSDP, 0, NULL},              {"full-init", FEAT_FULL_INIT, 0, NULL},
         {"fused", FEAT_FUSED_OPT, 0, NULL},        {"grad-accum", FEAT_GRAD_ACCUM, 0, NULL},
         {"no-accum", 0, FEAT_GRAD_ACCUM, NULL},    {"compile", FEAT_COMPILE, 0, NULL},
+        {"logits-kept", FEAT_LOGITS_KEPT, 0, NULL},
         {"act-offload", 0, 0, "activation offloading to CPU is not modelled"},
         {"cpu-offload", 0, 0, "CPU offload of parameters/optimizer is not modelled"},
         {"dora", 0, 0, "DoRA is not modelled"},

@@ -366,7 +366,10 @@ static void logits_coeffs(const struct train_config *c, struct mem_prepared *mp)
         if (c->stack == STACK_LITGPT)
             mp->logits_tok = (c->finetune == FT_FULL ? 3 : 2) * ea;
     } else {
-        mp->logits_tok = 12;
+        /* a loop that still holds `logits = model(x)[..., :-1, :].contiguous()` (an fp32
+         * copy) during loss.backward() adds it: torchtune recipes @0217d44c; later ones
+         * `del logits` first ("free logits otherwise it peaks backward memory") */
+        mp->logits_tok = (c->features & FEAT_LOGITS_KEPT) ? 16 : 12;
     }
     mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? 2 * ea : 0;
 }

@@ -127,6 +127,9 @@ static void test_logits(void **state)
     struct mem_estimate e;
     predict(&c, &e);
     assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 192000);
+    c.features = FEAT_LOGITS_KEPT; /* + the fp32 logits the loop holds: 16 x 1000 x 4 */
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 256000);
     c.stack = STACK_LITGPT;
     c.features = FEAT_CHUNKED_CE;
     predict(&c, &e);

@@ -35,7 +35,7 @@ IN_HEADER = [
 FEATURE_ORDER = [
     "chunked-ce", "untied-head", "opt-in-bwd", "act-offload", "cpu-offload", "compile",
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
-    "fsdp", "deepspeed", "flash-attn", "full-init", "no-accum",
+    "fsdp", "deepspeed", "flash-attn", "full-init", "no-accum", "logits-kept",
 ]
 
 # Out of scope: not decoder-only causal LMs.
@@ -373,6 +373,10 @@ def source_features(letter, row, rid):
             feats.append("chunked-ce")
     if letter == "D" and rid == "TTM-01":
         feats.append("compile")
+    if letter == "D":
+        # the recipes @0217d44c (and PR #961's) keep `logits` (the fp32 contiguous slice) alive
+        # through loss.backward(); later recipes `del logits` first
+        feats.append("logits-kept")
     if letter == "E":
         feats += ["packed", "compile"]
         if rid != "TTS-08":          # 405B_qlora uses torch.nn.CrossEntropyLoss at 30b8519e
