@@ -29,7 +29,10 @@ static int parse_args(int argc, char **argv, struct vargs *a)
                  "                            [--summary] [--fail-above PCT] [--paper] [--data DIR]\n"
                  "Predicts each measured row for its metric (allocated, reserved, device,\n"
                  "reserved-delta) and prints predicted / measured / error per row and a summary\n"
-                 "per source. --fail-above exits 1 when the median absolute error exceeds PCT.");
+                 "per source. Rows measured below what their own configuration must hold\n"
+                 "(weights + gradients + optimizer states, or block inputs at the end of forward)\n"
+                 "are marked inconsistent and left out of the summary. --fail-above exits 1 when\n"
+                 "the median absolute error exceeds PCT.");
             return -1;
         }
         if (!strcmp(argv[i], "--paper") || !strcmp(argv[i], "--summary")) {

@@ -106,8 +106,8 @@ static double frozen_bytes(const struct model_plan *p, const struct train_config
  * reshard_after_forward to False). So the root stays gathered through forward and backward,
  * beside the block being computed; backward also prefetches the next block (BACKWARD_PRE;
  * forward_prefetch is off by default) and holds one block's unsharded gradient until its
- * reduce-scatter. Without FSDP's unit
- * wrapping the whole 16-bit model ends up gathered, as LLMem observes for Gemini (5.2). */
+ * reduce-scatter. Without FSDP's unit wrapping the whole 16-bit model ends up gathered, as
+ * LLMem observes for Gemini (5.2). */
 static void zero3_gather(const struct model_plan *p, const struct train_config *c,
                          struct resident *r, double layer, double root)
 {
