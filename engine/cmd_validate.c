@@ -163,6 +163,32 @@ static void print_summary(const struct validate_row *rows, size_t n)
     puts(beyond ? "" : " none");
 }
 
+/* The speed model against the throughput some sources print (tokens_per_s_gpu). */
+static void print_speed(const struct validate_row *rows, size_t n, bool summary_only)
+{
+    double err[VALIDATE_ROW_MAX], bias = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct validate_row *r = &rows[i];
+        if (r->predicted_tps <= 0)
+            continue;
+        if (!k && !summary_only)
+            printf("\n%-10s %-44s %10s %10s %8s\n", "id", "model", "tok/s/GPU", "predicted", "error %");
+        double e = 100.0 * (r->predicted_tps - r->measured_tps) / r->measured_tps;
+        if (!summary_only)
+            printf("%-10s %-44.44s %10.0f %10.0f %+8.1f\n", r->id[0] ? r->id : "-", r->model,
+                   r->measured_tps, r->predicted_tps, e);
+        err[k++] = fabs(e);
+        bias += e;
+    }
+    if (!k)
+        return;
+    qsort(err, k, sizeof err[0], cmp_double);
+    double median = k % 2 ? err[k / 2] : 0.5 * (err[k / 2 - 1] + err[k / 2]);
+    printf("\nspeed (tokens/s per GPU): %zu rows, median |error| %.1f %%, max %.1f %%, bias %+.1f %%\n",
+           k, median, err[k - 1], bias / (double)k);
+}
+
 static int write_csv(const char *path, const struct validate_row *rows, size_t n)
 {
     char tmp[4096];
@@ -172,7 +198,9 @@ static int write_csv(const char *path, const struct validate_row *rows, size_t n
         fprintf(stderr, "llmem-sweep: %s: cannot create\n", tmp);
         return EXIT_IO;
     }
-    fputs("file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status\n", f);
+    /* DESIGN.md's columns, then the throughput (an extension: README) */
+    fputs("file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status,"
+          "measured_tokens_s_gpu,predicted_tokens_s_gpu\n", f);
     for (size_t i = 0; i < n; i++) {
         const struct validate_row *r = &rows[i];
         bool ok = !strcmp(r->status, "ok") || is_inconsistent(r);
@@ -187,7 +215,10 @@ static int write_csv(const char *path, const struct validate_row *rows, size_t n
         else
             fputs(",,", f);
         csv_fwrite(f, r->status, strlen(r->status));
-        fputc('\n', f);
+        if (r->predicted_tps > 0)
+            fprintf(f, ",%.0f,%.0f\n", r->measured_tps, r->predicted_tps);
+        else
+            fputs(",,\n", f);
     }
     if (ferror(f) | (fclose(f) != 0) || rename(tmp, path) != 0) {
         fprintf(stderr, "llmem-sweep: %s: write failed\n", path);
@@ -229,6 +260,7 @@ int cmd_validate(int argc, char **argv)
         if (!a.summary_only)
             print_rows(rows, n);
         print_summary(rows, n);
+        print_speed(rows, n, a.summary_only);
         if (a.out)
             rc = write_csv(a.out, rows, n);
     }

@@ -9,6 +9,7 @@
 #include "job.h"
 #include "measured.h"
 #include "memmodel.h"
+#include "speed.h"
 #include "units.h"
 
 static double metric_bytes(const char *metric, const struct mem_estimate *e,
@@ -55,6 +56,13 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
         bytes = (double)rp - ((double)est.device - bytes); /* back to the row's metric */
     snprintf(out->phase, sizeof out->phase, "%s", mem_phase_name(est.peak_phase));
     out->predicted_gib = bytes / (double)GIB;
+    if (out->measured_tps > 0 && g) { /* per rank, as torchtune logs it: b*s per step */
+        struct speed_prepared sp;
+        struct speed_estimate se;
+        speed_prepare(p, c, g, &sp);
+        speed_eval(c, &sp, &se);
+        out->predicted_tps = se.tokens_per_s / (double)c->dp;
+    }
     if (strcmp(out->metric, "reserved-delta") != 0) { /* allocated <= reserved <= device */
         enum mem_phase at;
         out->floor_gib = (double)memmodel_floor(p, c, exact_seq, &at) / (double)GIB;
@@ -100,6 +108,8 @@ static int predict_row(const struct csv_table *t, size_t r, const struct validat
         skip = "out of memory";
     else if (!skip) {
         const struct gpu_spec *g = catalog_find_gpu(vo->cat, measured_cell(t, r, "gpu"));
+        if (!g) /* the default GPU's context for the memory; no speed without the real GPU */
+            out->measured_tps = 0;
         /* seq_kind (datasets/measured/README.md): a cap or unknown length sets no floor */
         const char *kind = measured_cell(t, r, "seq_kind");
         bool exact = !*kind || !strcmp(kind, "exact");
@@ -153,6 +163,10 @@ long validate_file(const char *path, const struct validate_opts *vo, struct vali
         /* an empty value goes with a failed measurement (status); a malformed one is an error */
         if (*measured_cell(&t, r, "measured_gib") &&
             csv_get_f64(&t, r, csv_table_col(&t, "measured_gib"), 1e-6, 1e6, &out->measured_gib, e))
+            rc = -1;
+        else if (*measured_cell(&t, r, "tokens_per_s_gpu") &&
+                 csv_get_f64(&t, r, csv_table_col(&t, "tokens_per_s_gpu"), 1e-3, 1e9,
+                             &out->measured_tps, e))
             rc = -1;
         else
             rc = predict_row(&t, r, vo, out, e);

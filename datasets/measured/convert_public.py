@@ -21,7 +21,7 @@ OUT_HEADER = [
     "lora_r", "lora_targets", "quant", "grad_ckpt", "optimizer", "metric", "measured_gib",
     "gpu", "framework", "source",
     # extension columns (allowed after the contract columns)
-    "id", "grade", "stack", "features", "attention", "seq_kind", "notes",
+    "id", "grade", "stack", "features", "attention", "seq_kind", "tokens_per_s_gpu", "notes",
 ]
 
 IN_HEADER = [
@@ -353,6 +353,23 @@ NO_ACCUM = {
 }
 
 
+# Training throughput per GPU the source tables print beside the peak memory (the input CSV
+# leaves it out). torchtune logs num_tokens / time_per_step per rank: padded tokens @0217d44c
+# ("tokens_per_second") and @30b8519e ("tokens_per_second_per_gpu"), non-padding tokens
+# @1814feb1. Rows in the order of their tables; the peak-memory column matches each row.
+TOKENS_PER_S_GPU = {
+    # README.md @0217d44c, "Training Speed (tokens/sec)"
+    "TTM-01": 3155, "TTM-02": 2582, "TTM-03": 2768, "TTM-04": 702, "TTM-05": 1388,
+    "TTM-06": 3384, "TTM-07": 2032,
+    # README.md @30b8519e, "Tokens/sec" (measured over one full training epoch)
+    "TTS-01": 1650, "TTS-02": 2579, "TTS-03": 3083, "TTS-04": 4699, "TTS-05": 2413,
+    "TTS-06": 1568, "TTS-07": 3497, "TTS-08": 653,
+    # README.md @1814feb1, optimization-flags table, "Tokens Per Second"
+    "TTF-01": 2091, "TTF-02": 7075, "TTF-03": 8998, "TTF-04": 9174, "TTF-05": 7210,
+    "TTF-06": 7309, "TTF-07": 7301, "TTF-08": 6960, "TTF-09": 8210, "TTF-10": 8035,
+}
+
+
 # Features that follow from a source's documented setup (beyond the per-column maps).
 def source_features(letter, row, rid):
     feats = []
@@ -550,7 +567,8 @@ def convert_row(row, common):
         row["model_id"], method, gpus, "1", micro_batch, seq_len, precision, finetune,
         lora_r, targets, quant, grad_ckpt, optimizer, metric, measured,
         gpu_for(rid), framework, row["source_url"],
-        rid, grade, stack, order_features(feats), attention, seq_kind, notes_text,
+        rid, grade, stack, order_features(feats), attention, seq_kind,
+        str(TOKENS_PER_S_GPU.get(rid, "")), notes_text,
     ]
 
 

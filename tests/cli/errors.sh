@@ -33,6 +33,12 @@ expect_err "models.csv:2: hidden"
 printf 'model,method\n"unterminated\n' > "$TMP/m.csv"
 expect_exit 3 "$BIN" validate --measured "$TMP/m.csv"
 expect_err "m.csv"
+# a malformed throughput: file, line and field, no validation CSV
+{ head -1 "$PROJECT/datasets/measured/public.csv"
+  grep ',TTF-02,' "$PROJECT/datasets/measured/public.csv" | sed 's/,7075,/,fast,/'; } > "$TMP/m.csv"
+expect_exit 3 "$BIN" validate --measured "$TMP/m.csv" --out "$TMP/v.csv"
+expect_err "m.csv:2: tokens_per_s_gpu: 'fast' is not a number"
+[ ! -e "$TMP/v.csv" ] || fail "a validation CSV was written despite bad input"
 
 # I/O errors: exit 4
 expect_exit 4 "$BIN" --budget 80GiB --model gpt2 --out /nonexistent-dir/r.csv

@@ -4,12 +4,17 @@ source "$(dirname "$0")/../cli_lib.sh"
 BOUND=${LLMEM_VALIDATE_BOUND:-10}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" --out "$TMP/v.csv" \
   --fail-above "$BOUND" > "$TMP/report.txt" || fail "median error above $BOUND % (see below)"
-tail -14 "$TMP/report.txt"
+tail -17 "$TMP/report.txt"
 rows=$(($(wc -l < "$PROJECT/datasets/measured/public.csv") - 1))
 got=$(($(wc -l < "$TMP/v.csv") - 1))
 [ "$rows" = "$got" ] || fail "validate wrote $got rows for $rows measured rows"
-head -1 "$TMP/v.csv" | grep -qx 'file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status' \
-  || fail "validation CSV header"
+head -1 "$TMP/v.csv" | grep -qx 'file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status,measured_tokens_s_gpu,predicted_tokens_s_gpu' \
+  || fail "validation CSV header (DESIGN.md's columns, then the throughput extension)"
+# the speed model against the throughput the torchtune tables print
+grep -q '^speed (tokens/s per GPU): [0-9]* rows, median |error|' "$TMP/report.txt" \
+  || fail "no speed summary"
+grep -q '"TTF","meta-llama/Llama-3.2-3B-Instruct",allocated,60.000,.*,7075,[0-9][0-9]*$' "$TMP/v.csv" \
+  || fail "TTF-02's throughput and its prediction in the CSV"
 grep -q 'skipped: ' "$TMP/v.csv" || fail "no skipped rows listed with a reason"
 # issue 4: no grade A/B row beyond 30 % (rows measured below their own configuration's
 # floor are listed as inconsistent, with their prediction, and kept out of the statistics)
