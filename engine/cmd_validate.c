@@ -77,6 +77,13 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+/* Sorts v (n > 0) and returns its median. */
+static double median_sorted(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 struct stats {
     int n, skipped, inconsistent;
     double median, mean, max, bias;
@@ -106,8 +113,7 @@ static struct stats summarize(const struct validate_row *rows, size_t n, const c
         s.max = fmax(s.max, fabs(rows[i].error_pct));
     }
     if (s.n) {
-        qsort(abs_err, (size_t)s.n, sizeof *abs_err, cmp_double);
-        s.median = s.n % 2 ? abs_err[s.n / 2] : 0.5 * (abs_err[s.n / 2 - 1] + abs_err[s.n / 2]);
+        s.median = median_sorted(abs_err, (size_t)s.n);
         s.mean /= s.n;
         s.bias /= s.n;
     }
@@ -183,8 +189,7 @@ static void print_speed(const struct validate_row *rows, size_t n, bool summary_
     }
     if (!k)
         return;
-    qsort(err, k, sizeof err[0], cmp_double);
-    double median = k % 2 ? err[k / 2] : 0.5 * (err[k / 2 - 1] + err[k / 2]);
+    double median = median_sorted(err, k);
     printf("\nspeed (tokens/s per GPU): %zu rows, median |error| %.1f %%, max %.1f %%, bias %+.1f %%\n",
            k, median, err[k - 1], bias / (double)k);
 }
