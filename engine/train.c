@@ -10,6 +10,8 @@ static const char *const finetune_names[FT_COUNT] = {"full", "lora", "qlora"};
 static const char *const quant_names[QUANT_COUNT] = {"none", "int8", "nf4", "nf4-dq"};
 static const char *const optimizer_names[OPT_COUNT] = {"adamw", "adamw8bit", "sgd"};
 static const char *const stack_names[STACK_COUNT] = {"hf", "litgpt", "torchtune", "colossal"};
+static const char *const data_shape_names[DATA_COUNT] = {"variable", "packed"};
+static const char *const alloc_conf_names[ALLOC_COUNT] = {"default", "expandable"};
 
 static const char *name_of(const char *const *names, int n, int v)
 {
@@ -30,6 +32,8 @@ const char *finetune_name(enum finetune f) { return name_of(finetune_names, FT_C
 const char *quant_name(enum quant q) { return name_of(quant_names, QUANT_COUNT, (int)q); }
 const char *optimizer_name(enum optimizer o) { return name_of(optimizer_names, OPT_COUNT, (int)o); }
 const char *stack_name(enum stack s) { return name_of(stack_names, STACK_COUNT, (int)s); }
+const char *data_shape_name(enum data_shape d) { return name_of(data_shape_names, DATA_COUNT, (int)d); }
+const char *alloc_conf_name(enum alloc_conf a) { return name_of(alloc_conf_names, ALLOC_COUNT, (int)a); }
 
 int method_parse(const char *s) { return parse_in(method_names, METHOD_COUNT, s); }
 int precision_parse(const char *s) { return parse_in(precision_names, PREC_COUNT, s); }
@@ -37,6 +41,8 @@ int finetune_parse(const char *s) { return parse_in(finetune_names, FT_COUNT, s)
 int quant_parse(const char *s) { return parse_in(quant_names, QUANT_COUNT, s); }
 int optimizer_parse(const char *s) { return parse_in(optimizer_names, OPT_COUNT, s); }
 int stack_parse(const char *s) { return parse_in(stack_names, STACK_COUNT, s); }
+int data_shape_parse(const char *s) { return parse_in(data_shape_names, DATA_COUNT, s); }
+int alloc_conf_parse(const char *s) { return parse_in(alloc_conf_names, ALLOC_COUNT, s); }
 
 uint32_t stack_features(enum stack s)
 {

@@ -14,6 +14,12 @@ enum precision { PREC_FP32, PREC_FP16, PREC_BF16, PREC_BF16_PURE, PREC_COUNT };
 enum finetune { FT_FULL, FT_LORA, FT_QLORA, FT_COUNT };
 enum quant { QUANT_NONE, QUANT_INT8, QUANT_NF4, QUANT_NF4_DQ, QUANT_COUNT };
 enum optimizer { OPT_ADAMW, OPT_ADAMW8BIT, OPT_SGD, OPT_COUNT };
+/* What the batches look like: every batch at the same length (packed or padded to a fixed
+ * length), or variable lengths up to seq_len (unpacked SFT, padded to the longest sample).
+ * The caching allocator behaves differently: see memmodel.c. */
+enum data_shape { DATA_VARIABLE, DATA_PACKED, DATA_COUNT };
+/* PYTORCH_CUDA_ALLOC_CONF: the default caching allocator, or expandable_segments:True. */
+enum alloc_conf { ALLOC_DEFAULT, ALLOC_EXPANDABLE, ALLOC_COUNT };
 
 /* Training stacks whose memory behaviour differs measurably (README, "Stacks"). */
 enum stack { STACK_HF, STACK_LITGPT, STACK_TORCHTUNE, STACK_COLOSSAL, STACK_COUNT };
@@ -59,6 +65,8 @@ struct train_config {
     enum optimizer optimizer;
     enum stack stack;
     uint32_t features;     /* enum feature bits */
+    enum data_shape data;  /* variable-length or packed batches */
+    enum alloc_conf alloc; /* caching allocator configuration */
 };
 
 const char *method_name(enum method m);
@@ -67,6 +75,8 @@ const char *finetune_name(enum finetune f);
 const char *quant_name(enum quant q);
 const char *optimizer_name(enum optimizer o);
 const char *stack_name(enum stack s);
+const char *data_shape_name(enum data_shape d); /* "variable", "packed" */
+const char *alloc_conf_name(enum alloc_conf a); /* "default", "expandable" */
 
 /* Name -> value; return -1 when the name is unknown. */
 int method_parse(const char *s);
@@ -75,6 +85,8 @@ int finetune_parse(const char *s);
 int quant_parse(const char *s);
 int optimizer_parse(const char *s);
 int stack_parse(const char *s);
+int data_shape_parse(const char *s);
+int alloc_conf_parse(const char *s);
 
 /* The default features of a stack (README "Stacks"). */
 uint32_t stack_features(enum stack s);
