@@ -446,6 +446,28 @@ static allocsim_status release_cached(allocsim_state *st)
     return s != ALLOCSIM_OK ? s : release_pool(st, true);
 }
 
+/* What release_cached() would give back now: every cached segment that is not split, and
+ * with expandable segments every free whole page. */
+uint64_t allocsim_releasable(const allocsim_state *st)
+{
+    uint64_t bytes = 0;
+    for (uint32_t k = 0; k < st->hi; k++) {
+        const allocsim_block *b = &st->blocks[k];
+        if (!b->used || b->allocated || !b->mapped)
+            continue;
+        if (!b->expandable) {
+            if (b->prev == NONE && b->next == NONE)
+                bytes += b->size;
+            continue;
+        }
+        const uint64_t page = page_size(b->small);
+        const uint64_t lo = round_up(b->addr, page), hi = (b->addr + b->size) / page * page;
+        if (hi > lo)
+            bytes += hi - lo;
+    }
+    return bytes;
+}
+
 /* An unsplit cached segment of at least max_split_size that release_available() may
  * cudaFree. PyTorch assumes such blocks are unsplit (a remainder of up to 1 MiB above
  * max_split_size is possible) and asserts on expandable ones; both stop the walk here. */

@@ -117,6 +117,12 @@ allocsim_status allocsim_free(allocsim_state *st, uint32_t handle);
  *         there (what was released stays released). */
 allocsim_status allocsim_empty_cache(allocsim_state *st);
 
+/* @return the bytes torch.cuda.empty_cache() (or the release before an out-of-memory
+ *         retry) would give back now: cached segments that are not split and, with
+ *         expandable segments, free whole pages. reserved minus this is what a run cannot
+ *         do without at this moment. */
+uint64_t allocsim_releasable(const allocsim_state *st);
+
 /* torch.cuda.reset_peak_memory_stats(): peaks become the current values. */
 void allocsim_reset_peaks(allocsim_state *st);
 

@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "losspath.h"
+
 static const char *const term_names[TERM_COUNT] = {
     "base", "params", "grads", "optimizer", "activations", "logits", "comm_buffers",
 };
@@ -35,6 +37,14 @@ static uint64_t sat_mul(uint64_t a, uint64_t b)
 {
     uint64_t r;
     return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX / 4 : r;
+}
+
+/* n x per, for a per-element byte count that need not be whole (0.5 for a chunk of eight),
+ * saturating like sat_mul. */
+static uint64_t sat_scale(uint64_t n, double per)
+{
+    double r = (double)n * per;
+    return r >= (double)(UINT64_MAX / 4) ? UINT64_MAX / 4 : (uint64_t)r;
 }
 
 /* --- batch-independent terms ------------------------------------------------------- */
@@ -347,30 +357,18 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     mp->comm_tok = (c->method == METHOD_TP || c->method == METHOD_DPTP) ? ea * h : 0;
 }
 
-/* Logits and loss per token and vocab entry. HF (transformers >= 4.46) computes logits in
- * the compute dtype and the loss on an fp32 upcast: log_softmax keeps its fp32 output for
- * backward and the backward of the loss holds that output, the incoming and the outgoing
- * fp32 gradients at once: 3 x 4 bytes. litgpt keeps all 128-token logit chunks and their
- * 16-bit log_softmax (2 e_a); torchtune's chunked CE upcasts each chunk (e_a + 4). */
+/* Logits and loss per token and vocab entry: the stack's loss path (losspath.h) gives the
+ * allocated peak of its N x V tensors and what the caching allocator reserves for them for
+ * the data shape and allocator configuration. litgpt's validation pass keeps full 16-bit
+ * logits and their log_softmax (2 e_a). */
 static void logits_coeffs(const struct train_config *c, struct mem_prepared *mp)
 {
-    const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
-    if (c->features & FEAT_CHUNKED_CE) {
-        /* compiled, torchtune's 8-chunk CE keeps only the chunk being reduced in fp32:
-         * 4 / 8 bytes, counted as 1 */
-        bool compiled = (c->features & FEAT_COMPILE) != 0;
-        mp->logits_tok = ea + (compiled ? 1 : 4);
-        /* litgpt: LoRA recipes chunk the lm_head too (16-bit chunks and their 16-bit
-         * log_softmax); finetune/full.py computes full logits and chunked_cross_entropy
-         * copies each non-contiguous chunk of logits[..., :-1, :] before its log_softmax */
-        if (c->stack == STACK_LITGPT)
-            mp->logits_tok = (c->finetune == FT_FULL ? 3 : 2) * ea;
-    } else {
-        /* a loop that still holds `logits = model(x)[..., :-1, :].contiguous()` (an fp32
-         * copy) during loss.backward() adds it: torchtune recipes @0217d44c; later ones
-         * `del logits` first ("free logits otherwise it peaks backward memory") */
-        mp->logits_tok = (c->features & FEAT_LOGITS_KEPT) ? 16 : 12;
-    }
+    const uint32_t ea = c->precision == PREC_FP32 ? 4 : 2;
+    struct loss_cost cost;
+    losspath_cost(losspath_select(c), ea, c->data, c->alloc, &cost);
+    mp->logits_tok = cost.allocated;
+    mp->logits_res_tok = cost.reserved;
+    mp->logits_need_tok = cost.needed;
     mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? 2 * ea : 0;
 }
 
@@ -441,21 +439,27 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     const uint64_t recompute = (mp->ckpt ? layer : 0) + t * mp->bwd_tok;
     const uint64_t tail = t * mp->tail_tok;
     /* chunked or not, every token's logits are alive at the loss (chunks stay for backward) */
-    const uint64_t logits = sat_mul(t, (uint64_t)mp->vocab * mp->logits_tok);
+    const uint64_t entries = sat_mul(t, (uint64_t)mp->vocab);
     const uint64_t comm = t * mp->comm_tok;
 
     uint64_t act[PHASE_COUNT] = {0}, lg[PHASE_COUNT] = {0}, cm[PHASE_COUNT] = {0};
     act[PHASE_FORWARD] = saved + tail;
     act[PHASE_LOSS] = saved + tail;
-    lg[PHASE_LOSS] = logits;
+    lg[PHASE_LOSS] = sat_scale(entries, mp->logits_tok);
     act[PHASE_BWD_LAST] = saved + recompute;
     act[PHASE_BWD_FIRST] = (mp->ckpt ? t * mp->ckpt_tok : layer) + recompute;
-    lg[PHASE_EVAL] = sat_mul(t, (uint64_t)mp->vocab * mp->eval_logits_tok);
+    lg[PHASE_EVAL] = sat_mul(entries, mp->eval_logits_tok);
     for (int ph = PHASE_FORWARD; ph <= PHASE_BWD_FIRST; ph++)
         cm[ph] = comm;
+    /* the loss path's segments as the allocator replay found them; others rounded per term */
+    uint64_t lg_res[PHASE_COUNT], lg_need[PHASE_COUNT];
+    for (int ph = 0; ph < PHASE_COUNT; ph++)
+        lg_res[ph] = lg_need[ph] = alloc_round(lg[ph]);
+    lg_res[PHASE_LOSS] = sat_scale(entries, mp->logits_res_tok);
+    lg_need[PHASE_LOSS] = sat_scale(entries, mp->logits_need_tok);
 
     const uint64_t base = opt->base_bytes + mp->nccl;
-    e->device = 0;
+    uint64_t held = 0;
     for (int ph = 0; ph < PHASE_COUNT; ph++) {
         if (!mp->phase_on[ph])
             continue;
@@ -468,16 +472,18 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         uint64_t alloc = 0;
         for (int k = TERM_PARAMS; k < TERM_COUNT; k++)
             alloc += row[k];
-        uint64_t resv = mp->fixed_r[ph] + alloc_round(act[ph]) + alloc_round(lg[ph]) + alloc_round(cm[ph]);
-        e->phase_reserved[ph] = resv;
+        const uint64_t others = mp->fixed_r[ph] + alloc_round(act[ph]) + alloc_round(cm[ph]);
+        e->phase_reserved[ph] = others + lg_res[ph];
         if (alloc > e->allocated)
             e->allocated = alloc;
-        if (resv > e->reserved) {
-            e->reserved = resv;
+        if (e->phase_reserved[ph] > e->reserved)
+            e->reserved = e->phase_reserved[ph];
+        if (others + lg_need[ph] > held) {
+            held = others + lg_need[ph];
             e->peak_phase = (enum mem_phase)ph;
         }
     }
-    e->device = e->reserved + base + mp->paged;
+    e->device = held + base + mp->paged;
 }
 
 /* The least allocated memory any run of c must reach (memmodel.h). At the optimizer step

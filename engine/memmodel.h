@@ -60,7 +60,9 @@ struct mem_prepared {
     uint64_t ckpt_tok;       /* one block's checkpoint (its input) per token */
     uint64_t tail_tok;       /* final norm and lm_head input per token */
     uint64_t bwd_tok;        /* backward working set of one block per token */
-    uint64_t logits_tok;     /* per token and vocab entry at the loss peak */
+    double logits_tok;       /* per token and vocab entry at the loss peak (losspath.h) */
+    double logits_res_tok;   /* ... what the caching allocator reserves for them */
+    double logits_need_tok;  /* ... the part of that it cannot release when memory is short */
     uint64_t eval_logits_tok;/* per token and vocab entry in an evaluation pass */
     uint64_t comm_tok;       /* TP gather buffer per token */
     uint64_t nccl;           /* device-level NCCL buffers */
@@ -75,6 +77,10 @@ struct mem_estimate {
     uint64_t phase_reserved[PHASE_COUNT];    /* reserved bytes per phase (no context) */
     uint64_t allocated, reserved, device;    /* the three peaks; device is what OOMs */
     enum mem_phase peak_phase;               /* where the device peak is */
+    /* `reserved` is what torch.cuda.max_memory_reserved reports when memory is plentiful;
+     * `device` counts only what the allocator could not give back when memory runs short
+     * (it releases wholly free cached segments and retries before raising OOM), plus the
+     * memory outside the allocator. */
     struct llmem_terms llmem;                /* LLMem's terms for this point */
 };
 

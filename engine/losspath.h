@@ -1,0 +1,55 @@
+/* losspath.h: the logits-sized tensors of one training step, per training stack and version.
+ *
+ * The lm_head and the loss create tensors of N x V elements (N tokens of the micro-batch, V
+ * vocabulary entries): the logits, their fp32 upcast, shifted copies, log_softmax's output,
+ * the gradients flowing back, metrics a trainer computes beside the loss. They are the
+ * largest tensors of a fine-tuning step, and which of them exist at once, in which dtype,
+ * differs between libraries and between versions of one library. A loss path is the ordered
+ * list of allocations and frees that a library's code performs, each event citing the file
+ * and commit it comes from (losspath.c).
+ *
+ * From that list come two numbers per configuration, both per token and vocabulary entry:
+ *   - the allocated peak (what torch.cuda.max_memory_allocated sees of them), and
+ *   - what the caching allocator reserves for them over a run (allocsim.h replays the list
+ *     for the data shape: packed batches repeat one length, variable-length batches set
+ *     records of increasing length), and the part of it a run cannot give back when memory
+ *     runs short (segments still partly in use at the peak).
+ * Pure functions; the replay runs once per configuration, never per sweep point. */
+#ifndef LLMEM_LOSSPATH_H
+#define LLMEM_LOSSPATH_H
+
+#include <stdint.h>
+
+#include "train.h"
+
+/* Named loss paths; a stack and its features select one (losspath_select). */
+enum loss_path {
+    LOSS_HF,          /* transformers >= 4.46: upcast inside the loss function */
+    LOSS_HF_LEGACY,   /* transformers 4.31 .. 4.45: fp32 logits from the forward, shifted copy */
+    LOSS_KEPT,        /* a loop that holds its fp32 logits through backward (torchtune May 2024) */
+    LOSS_CHUNKED_UPCAST,  /* torchtune chunked CE: 16-bit logits, each chunk upcast */
+    LOSS_CHUNKED_COMPILED,/* the same under torch.compile: one fp32 chunk of 8 at a time */
+    LOSS_LITGPT_LORA, /* litgpt LoRA: chunked lm_head, 16-bit chunks and their log_softmax */
+    LOSS_LITGPT_FULL, /* litgpt full: full 16-bit logits, chunk copies, 16-bit log_softmax */
+    LOSS_COUNT
+};
+
+const char *loss_path_name(enum loss_path lp);
+
+/* The loss path a configuration's stack and features run. */
+enum loss_path losspath_select(const struct train_config *c);
+
+/* What a loss path holds, in bytes per token and vocabulary entry. */
+struct loss_cost {
+    double allocated; /* the allocated peak of the path's tensors */
+    double reserved;  /* what the caching allocator holds for them at the run's peak */
+    double needed;    /* the part of `reserved` it cannot release when memory runs short */
+};
+
+/* The cost of path lp for compute-dtype elements of ea bytes (2 or 4), batches of data shape
+ * `data` and allocator configuration `alloc`. The allocator replay runs once per
+ * combination for the whole process (thread-safe), not per call. */
+void losspath_cost(enum loss_path lp, uint32_t ea, enum data_shape data, enum alloc_conf alloc,
+                   struct loss_cost *out);
+
+#endif
