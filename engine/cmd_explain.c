@@ -37,6 +37,8 @@ static int single_config(const struct options *o, struct train_config *c)
     c->grad_ckpt = o->nckpts ? o->ckpts[0] : true;
     c->optimizer = o->noptimizers ? (enum optimizer)o->optimizers[0] : OPT_ADAMW;
     c->stack = o->paper ? STACK_COLOSSAL : o->stack;
+    c->data = o->data;
+    c->alloc = o->alloc;
     c->features = stack_features(c->stack) | (o->eager ? FEAT_EAGER_ATTN : 0);
     if (o->paper && (c->precision != PREC_FP16 || c->finetune != FT_FULL || !c->grad_ckpt ||
                      c->optimizer != OPT_ADAMW)) {
@@ -64,6 +66,7 @@ static void print_text(const struct job *j, const struct sweep_point *pt, const 
         printf(" r=%d on %s, base %s", c->lora_r, targets, quant_name(c->quant));
     printf(", checkpointing %s, %s, stack %s%s\n", c->grad_ckpt ? "on" : "off",
            optimizer_name(c->optimizer), stack_name(c->stack), j->opt.paper ? " (--paper)" : "");
+    printf("           %s batches, %s allocator\n", data_shape_name(c->data), alloc_conf_name(c->alloc));
     printf("GPU        %s, budget %.2f GiB, m_base %.0f MiB\n\n", j->gpu.name, units_gib(j->sweep.budget),
            mib(j->sweep.mem.base_bytes));
     printf("LLMem terms (MiB)%s\n", j->opt.paper ? "" : " [corrected form; the prediction is the timeline below]");
@@ -129,14 +132,15 @@ static int print_json(const struct job *j, const struct sweep_point *pt, const s
     char targets[96];
     targets_format(c->lora_targets, targets, sizeof targets);
     json_t *inputs = json_pack(
-        "{sssIsIsIsIsIsIsisisisisisssssisssssssssbss}", "model", p->spec.name,
+        "{sssIsIsIsIsIsIsisisisisisssssisssssssssbssssss}", "model", p->spec.name,
         "embed_p", (json_int_t)p->embed_p, "other_p", (json_int_t)p->other_p, "chunk_elems",
         (json_int_t)e->llmem.chunk_elems, "layers", (json_int_t)p->spec.layers, "hidden",
         (json_int_t)p->spec.hidden, "vocab", (json_int_t)p->spec.vocab, "micro_batch", c->micro_batch,
         "seq_len", c->seq_len, "gpus", c->gpus, "tp", c->tp, "dp", c->dp, "method", method_name(c->method),
         "precision", precision_name(c->precision), "lora_r", c->lora_r, "lora_targets", targets,
         "finetune", finetune_name(c->finetune), "quant", quant_name(c->quant), "optimizer",
-        optimizer_name(c->optimizer), "grad_ckpt", c->grad_ckpt, "stack", stack_name(c->stack));
+        optimizer_name(c->optimizer), "grad_ckpt", c->grad_ckpt, "stack", stack_name(c->stack),
+        "data", data_shape_name(c->data), "alloc_conf", alloc_conf_name(c->alloc));
     json_t *speed = json_pack("{sfsfsfsfsfsf}", "step_time_s", pt->speed.step_time_s, "compute_s",
                               pt->speed.compute_s, "memory_s", pt->speed.memory_s, "comm_s", pt->speed.comm_s,
                               "samples_per_s", pt->speed.samples_per_s, "tokens_per_s", pt->speed.tokens_per_s);

@@ -2,17 +2,35 @@
  *
  * Each path is the ordered list of the allocations and frees of N x V tensors that one
  * training step performs, from the lm_head's output to the gradient the lm_head's backward
- * receives. Sizes are per token and vocabulary entry: the compute dtype (2 bytes under
- * 16-bit training, 4 under fp32), fp32 (4), or one fp32 chunk of eight (0.5). */
+ * receives, read from the libraries' code and PyTorch's autograd rules (a node keeps what it
+ * saves until its backward has run; torch/csrc/autograd/engine.cpp releases saved variables
+ * after each node). The orders are those of the research note summarised in README
+ * "Memory model"; transformers versions are located by the main-branch commits that bumped
+ * __version__ (4.46.0.dev0 f0eabf6c7, 4.47.0.dev0 964306946, 4.48.0.dev0 66ab300aa).
+ *
+ * Sizes are per token and vocabulary entry and depend on the precision class: the compute
+ * dtype e_a (2 under 16-bit training, 4 under fp32); fp32; an fp32 upcast of e_a-sized
+ * logits (absent under fp32, where .float() returns the same tensor); tensors that exist
+ * only under autocast (mixed precision through accelerate's native_amp, which HF Trainer
+ * enables for bf16=True/fp16=True and which also converts 16-bit outputs to fp32). */
 #include "losspath.h"
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <threads.h>
 
 #include "allocsim.h"
 
-enum lp_size { SZ_COMPUTE, SZ_FP32, SZ_FP32_CHUNK8 };
+enum lp_size {
+    SZ_COMPUTE,     /* e_a */
+    SZ_FP32,        /* 4 */
+    SZ_UPCAST,      /* .float() of e_a-sized logits: 4, or 0 when they are fp32 already */
+    SZ_AMP_FP32,    /* 4 under autocast, else 0 */
+    SZ_AMP_WIDE,    /* 4 under autocast, else e_a (an op autocast runs in fp32) */
+    SZ_AMP_COMPUTE, /* e_a under autocast, else 0 (the backward of autocast's cast) */
+    SZ_FP32_CHUNK8, /* one fp32 chunk of eight: 0.5 */
+};
 
 struct lp_event {
     bool alloc;        /* allocate the slot, else free it */
@@ -20,21 +38,53 @@ struct lp_event {
     enum lp_size size; /* its bytes per token and vocabulary entry (alloc only) */
 };
 
-#define LP_SLOTS 8
+#define LP_SLOTS 10
 #define A(slot, size) {true, (slot), (size)}
 #define F(slot) {false, (slot), SZ_COMPUTE}
 
-/* transformers >= 4.46 (LlamaForCausalLM.forward and loss/loss_utils.py ForCausalLMLoss;
- * the same for every model that calls self.loss_function): the lm_head writes logits in the
- * compute dtype (0); the loss upcasts them (1) and pads the labels instead of shifting the
- * logits; F.cross_entropy = log_softmax, whose output it saves (2), + nll_loss. The upcast
- * has no other reference once the loss returns, Trainer.compute_loss drops `outputs` with
- * the logits before training_step calls backward. Backward: nll_loss's gradient (3), then
- * log_softmax's (4) beside its saved output, then the upcast's backward casts to the compute
- * dtype (5) for the lm_head's backward. */
+/* transformers >= 4.49 (PR #35646, 8ebe9d7166: labels padded, logits only viewed;
+ * loss/loss_utils.py ForCausalLMLoss:44-62 at 9c66b221): lm_head output H (0), the loss's
+ * upcast L (1), log_softmax's saved output P (2); L dies with the loss; accelerate's
+ * convert_to_fp32 (accelerator.py:1818-1829, utils/operations.py:889-910 at 16cb6eb8)
+ * copies H to fp32 F (3) until Trainer.compute_loss returns `loss` only, so no logits are
+ * alive in backward (trainer.py at 9c66b221 :3807-3920). Backward: nll_loss's gradient
+ * (4), log_softmax's (5) beside P: the peak, 12; then the cast back to e_a (6). */
 static const struct lp_event hf_path[] = {
-    A(0, SZ_COMPUTE), A(1, SZ_FP32), A(2, SZ_FP32), F(1), F(0),
-    A(3, SZ_FP32), A(4, SZ_FP32), F(2), F(3), A(5, SZ_COMPUTE), F(4), F(5),
+    A(0, SZ_COMPUTE), A(1, SZ_UPCAST), A(2, SZ_FP32), F(1), A(3, SZ_AMP_FP32), F(0), F(3),
+    A(4, SZ_FP32), A(5, SZ_FP32), F(2), F(4), A(6, SZ_COMPUTE), F(5), F(6),
+};
+
+/* transformers 4.46 .. 4.48 (ForCausalLMLoss at f0eabf6c7 .. 66ab300aa): the loss upcasts
+ * H (1) and still shifts with a contiguous copy C (2) before log_softmax (3): 14 at the end
+ * of the forward. Backward as above, plus SliceBackward0's zero-filled full-shape gradient
+ * (7) that the shift's backward writes into. */
+static const struct lp_event hf446_path[] = {
+    A(0, SZ_COMPUTE), A(1, SZ_UPCAST), A(2, SZ_FP32), A(3, SZ_FP32), F(1), F(2),
+    A(4, SZ_AMP_FP32), F(0), F(4),
+    A(5, SZ_FP32), A(6, SZ_FP32), F(3), F(5), A(7, SZ_FP32), F(6), A(8, SZ_COMPUTE), F(7), F(8),
+};
+
+/* transformers 4.31 .. 4.45 (LlamaForCausalLM.forward: `logits = logits.float()`, then
+ * `shift_logits = logits[..., :-1, :].contiguous()`; e9ad51306 .. 26a9443da): the fp32
+ * logits L (1) replace H (0) and are returned in `outputs` until compute_loss returns;
+ * the shifted copy C (2) and log_softmax's output P (3); accelerate has nothing to convert.
+ * Backward as 4.46. */
+static const struct lp_event hf431_path[] = {
+    A(0, SZ_COMPUTE), A(1, SZ_UPCAST), F(0), A(2, SZ_FP32), A(3, SZ_FP32), F(2), F(1),
+    A(4, SZ_FP32), A(5, SZ_FP32), F(3), F(4), A(6, SZ_FP32), F(5), A(7, SZ_COMPUTE), F(6), F(7),
+};
+
+/* Qwen v1 remote code (modeling_qwen.py QWenLMHeadModel.forward :1088-1106, the copy in
+ * modelscope/ms-swift cb89d919): no upcast; a 16-bit shifted copy C (1), log_softmax in the
+ * compute dtype P (2); under autocast nll_loss runs in fp32 on a copy X it saves (3);
+ * accelerate's fp32 copy F of the 16-bit logits (4): 12 at the end of the forward. Backward:
+ * nll_loss's gradient (5, fp32 under autocast), the cast back (6), log_softmax's gradient
+ * (7), SliceBackward0's zeros (8). */
+static const struct lp_event qwen1_path[] = {
+    A(0, SZ_COMPUTE), A(1, SZ_COMPUTE), A(2, SZ_COMPUTE), A(3, SZ_AMP_FP32), F(1),
+    A(4, SZ_AMP_FP32), F(0), F(4),
+    A(5, SZ_AMP_WIDE), F(3), A(6, SZ_AMP_COMPUTE), F(5), A(7, SZ_COMPUTE), F(2), F(6),
+    A(8, SZ_COMPUTE), F(7), F(8),
 };
 
 /* A loop that keeps `logits = model(x)[..., :-1, :].contiguous()` in fp32 (1) through
@@ -48,7 +98,7 @@ static const struct lp_event kept_path[] = {
 /* torchtune's CEWithChunkedOutputLoss (modules/loss/ce_chunked_output_loss.py): the model
  * returns 16-bit logits in chunks (0) and the loss upcasts each chunk (1); both stay for
  * backward. Under torch.compile the upcast is fused into the chunk's reduction: one fp32
- * chunk of the 8 exists at a time (2). */
+ * chunk of the 8 exists at a time. */
 static const struct lp_event chunked_upcast_path[] = {
     A(0, SZ_COMPUTE), A(1, SZ_FP32), F(1), F(0),
 };
@@ -67,22 +117,21 @@ static const struct lp_event litgpt_full_path[] = {
     A(0, SZ_COMPUTE), A(1, SZ_COMPUTE), A(2, SZ_COMPUTE), F(2), F(1), F(0),
 };
 
+#define PATH(name, ev) {name, ev, sizeof ev / sizeof ev[0]}
 static const struct {
     const char *name;
     const struct lp_event *ev;
     size_t n;
 } paths[LOSS_COUNT] = {
-    [LOSS_HF] = {"hf", hf_path, sizeof hf_path / sizeof hf_path[0]},
-    [LOSS_HF_LEGACY] = {"hf-legacy", hf_path, sizeof hf_path / sizeof hf_path[0]},
-    [LOSS_KEPT] = {"logits-kept", kept_path, sizeof kept_path / sizeof kept_path[0]},
-    [LOSS_CHUNKED_UPCAST] = {"chunked-upcast", chunked_upcast_path,
-                             sizeof chunked_upcast_path / sizeof chunked_upcast_path[0]},
-    [LOSS_CHUNKED_COMPILED] = {"chunked-compiled", chunked_compiled_path,
-                               sizeof chunked_compiled_path / sizeof chunked_compiled_path[0]},
-    [LOSS_LITGPT_LORA] = {"litgpt-lora", litgpt_lora_path,
-                          sizeof litgpt_lora_path / sizeof litgpt_lora_path[0]},
-    [LOSS_LITGPT_FULL] = {"litgpt-full", litgpt_full_path,
-                          sizeof litgpt_full_path / sizeof litgpt_full_path[0]},
+    [LOSS_HF] = PATH("hf", hf_path),
+    [LOSS_HF_446] = PATH("hf-4.46", hf446_path),
+    [LOSS_HF_431] = PATH("hf-4.31", hf431_path),
+    [LOSS_QWEN1] = PATH("qwen-v1", qwen1_path),
+    [LOSS_KEPT] = PATH("logits-kept", kept_path),
+    [LOSS_CHUNKED_UPCAST] = PATH("chunked-upcast", chunked_upcast_path),
+    [LOSS_CHUNKED_COMPILED] = PATH("chunked-compiled", chunked_compiled_path),
+    [LOSS_LITGPT_LORA] = PATH("litgpt-lora", litgpt_lora_path),
+    [LOSS_LITGPT_FULL] = PATH("litgpt-full", litgpt_full_path),
 };
 
 const char *loss_path_name(enum loss_path lp)
@@ -90,7 +139,7 @@ const char *loss_path_name(enum loss_path lp)
     return (unsigned)lp < LOSS_COUNT ? paths[lp].name : "?";
 }
 
-enum loss_path losspath_select(const struct train_config *c)
+enum loss_path losspath_select(const struct train_config *c, const char *model_type)
 {
     if (c->features & FEAT_CHUNKED_CE) {
         if (c->stack == STACK_LITGPT)
@@ -99,30 +148,49 @@ enum loss_path losspath_select(const struct train_config *c)
     }
     if (c->features & FEAT_LOGITS_KEPT)
         return LOSS_KEPT;
-    return LOSS_HF;
+    if (model_type && strcmp(model_type, "qwen") == 0) /* the model's own remote code */
+        return LOSS_QWEN1;
+    if (c->stack == STACK_HF_446)
+        return LOSS_HF_446;
+    return c->stack == STACK_HF_431 ? LOSS_HF_431 : LOSS_HF;
+}
+
+enum lp_class losspath_class(enum precision p)
+{
+    return p == PREC_FP32 ? LP_FP32 : p == PREC_BF16_PURE ? LP_HALF : LP_MIXED;
 }
 
 /* Bytes per token and vocabulary entry, in eighths of a byte (exact for every size). */
-static uint64_t eighths(enum lp_size s, uint32_t ea)
+static uint64_t eighths(enum lp_size s, enum lp_class k)
 {
+    const uint64_t ea = k == LP_FP32 ? 32 : 16;
+    const bool amp = k == LP_MIXED;
     switch (s) {
     case SZ_FP32:
         return 32;
+    case SZ_UPCAST:
+        return k == LP_FP32 ? 0 : 32;
+    case SZ_AMP_FP32:
+        return amp ? 32 : 0;
+    case SZ_AMP_WIDE:
+        return amp ? 32 : ea;
+    case SZ_AMP_COMPUTE:
+        return amp ? ea : 0;
     case SZ_FP32_CHUNK8:
         return 4;
     default:
-        return 8u * ea;
+        return ea;
     }
 }
 
 /* The allocated peak of one pass over the events, in eighths. */
-static uint64_t allocated_peak(enum loss_path lp, uint32_t ea)
+static uint64_t allocated_peak(enum loss_path lp, enum lp_class k)
 {
     uint64_t size[LP_SLOTS] = {0}, live = 0, peak = 0;
-    for (size_t k = 0; k < paths[lp].n; k++) {
-        const struct lp_event *e = &paths[lp].ev[k];
+    for (size_t i = 0; i < paths[lp].n; i++) {
+        const struct lp_event *e = &paths[lp].ev[i];
         if (e->alloc) {
-            size[e->slot] = eighths(e->size, ea);
+            size[e->slot] = eighths(e->size, k);
             live += size[e->slot];
         } else {
             live -= size[e->slot];
@@ -154,7 +222,7 @@ static const uint64_t packed_steps[] = {64, 64};
 static const uint64_t variable_steps[] = {32, 64};
 
 /* Replays the path over the steps through the caching allocator model. */
-static int replay(enum loss_path lp, uint32_t ea, const uint64_t *steps, size_t n_steps,
+static int replay(enum loss_path lp, enum lp_class k, const uint64_t *steps, size_t n_steps,
                   enum alloc_conf alloc, struct loss_cost *out)
 {
     allocsim_block blocks[128];
@@ -165,12 +233,12 @@ static int replay(enum loss_path lp, uint32_t ea, const uint64_t *steps, size_t 
         return -1;
     uint32_t handle[LP_SLOTS] = {0};
     uint64_t needed = 0;
-    for (size_t k = 0; k < n_steps; k++) {
-        const uint64_t entries = REF_ENTRIES / 64 * steps[k];
+    for (size_t step = 0; step < n_steps; step++) {
+        const uint64_t entries = REF_ENTRIES / 64 * steps[step];
         for (size_t i = 0; i < paths[lp].n; i++) {
             const struct lp_event *e = &paths[lp].ev[i];
             allocsim_status s = e->alloc
-                ? allocsim_alloc(&st, entries / 8 * eighths(e->size, ea), &handle[e->slot])
+                ? allocsim_alloc(&st, entries / 8 * eighths(e->size, k), &handle[e->slot])
                 : allocsim_free(&st, handle[e->slot]);
             if (s != ALLOCSIM_OK)
                 return -1;
@@ -184,12 +252,12 @@ static int replay(enum loss_path lp, uint32_t ea, const uint64_t *steps, size_t 
     return 0;
 }
 
-static void cost_of(enum loss_path lp, uint32_t ea, enum data_shape data, enum alloc_conf alloc,
+static void cost_of(enum loss_path lp, enum lp_class k, enum data_shape data, enum alloc_conf alloc,
                     struct loss_cost *out)
 {
-    out->allocated = (double)allocated_peak(lp, ea) / 8.0;
+    out->allocated = (double)allocated_peak(lp, k) / 8.0;
     const bool packed = data == DATA_PACKED;
-    if (replay(lp, ea, packed ? packed_steps : variable_steps,
+    if (replay(lp, k, packed ? packed_steps : variable_steps,
                packed ? sizeof packed_steps / sizeof packed_steps[0]
                       : sizeof variable_steps / sizeof variable_steps[0], alloc, out) != 0)
         out->reserved = out->needed = out->allocated; /* cannot happen with 128 blocks */
@@ -197,23 +265,23 @@ static void cost_of(enum loss_path lp, uint32_t ea, enum data_shape data, enum a
 
 /* Every (path, element size, data shape, allocator) costs the same for every model: one
  * table, filled once before any sweep thread reads it. */
-static struct loss_cost table[LOSS_COUNT][2][DATA_COUNT][ALLOC_COUNT];
+static struct loss_cost table[LOSS_COUNT][LP_CLASS_COUNT][DATA_COUNT][ALLOC_COUNT];
 static once_flag table_once = ONCE_FLAG_INIT;
 
 static void fill_table(void)
 {
     for (int lp = 0; lp < LOSS_COUNT; lp++)
-        for (int w = 0; w < 2; w++)
+        for (int k = 0; k < LP_CLASS_COUNT; k++)
             for (int d = 0; d < DATA_COUNT; d++)
                 for (int a = 0; a < ALLOC_COUNT; a++)
-                    cost_of((enum loss_path)lp, w ? 4 : 2, (enum data_shape)d, (enum alloc_conf)a,
-                            &table[lp][w][d][a]);
+                    cost_of((enum loss_path)lp, (enum lp_class)k, (enum data_shape)d,
+                            (enum alloc_conf)a, &table[lp][k][d][a]);
 }
 
-void losspath_cost(enum loss_path lp, uint32_t ea, enum data_shape data, enum alloc_conf alloc,
+void losspath_cost(enum loss_path lp, enum lp_class k, enum data_shape data, enum alloc_conf alloc,
                    struct loss_cost *out)
 {
     call_once(&table_once, fill_table);
-    *out = table[(unsigned)lp < LOSS_COUNT ? lp : LOSS_HF][ea == 4][(unsigned)data < DATA_COUNT ? data : 0]
-                [(unsigned)alloc < ALLOC_COUNT ? alloc : 0];
+    *out = table[(unsigned)lp < LOSS_COUNT ? lp : LOSS_HF][(unsigned)k < LP_CLASS_COUNT ? k : 0]
+                [(unsigned)data < DATA_COUNT ? data : 0][(unsigned)alloc < ALLOC_COUNT ? alloc : 0];
 }

@@ -24,8 +24,10 @@
 
 /* Named loss paths; a stack and its features select one (losspath_select). */
 enum loss_path {
-    LOSS_HF,          /* transformers >= 4.46: upcast inside the loss function */
-    LOSS_HF_LEGACY,   /* transformers 4.31 .. 4.45: fp32 logits from the forward, shifted copy */
+    LOSS_HF,          /* transformers >= 4.49: upcast inside the loss, labels padded */
+    LOSS_HF_446,      /* transformers 4.46 .. 4.48: upcast and a shifted copy inside the loss */
+    LOSS_HF_431,      /* transformers 4.31 .. 4.45: fp32 logits from the forward, shifted copy */
+    LOSS_QWEN1,       /* Qwen v1 remote code: 16-bit loss, fp32 nll under autocast */
     LOSS_KEPT,        /* a loop that holds its fp32 logits through backward (torchtune May 2024) */
     LOSS_CHUNKED_UPCAST,  /* torchtune chunked CE: 16-bit logits, each chunk upcast */
     LOSS_CHUNKED_COMPILED,/* the same under torch.compile: one fp32 chunk of 8 at a time */
@@ -36,8 +38,14 @@ enum loss_path {
 
 const char *loss_path_name(enum loss_path lp);
 
-/* The loss path a configuration's stack and features run. */
-enum loss_path losspath_select(const struct train_config *c);
+/* The loss path a configuration's stack and features run; model_type (config.json) names
+ * models whose own code computes the loss ("qwen": Qwen v1 remote code). */
+enum loss_path losspath_select(const struct train_config *c, const char *model_type);
+
+/* Precision classes the sizes depend on: fp32; 16-bit weights without autocast (bf16-pure);
+ * autocast mixed precision (fp16/bf16 with fp32 master weights). */
+enum lp_class { LP_MIXED, LP_HALF, LP_FP32, LP_CLASS_COUNT };
+enum lp_class losspath_class(enum precision p);
 
 /* What a loss path holds, in bytes per token and vocabulary entry. */
 struct loss_cost {
@@ -46,10 +54,10 @@ struct loss_cost {
     double needed;    /* the part of `reserved` it cannot release when memory runs short */
 };
 
-/* The cost of path lp for compute-dtype elements of ea bytes (2 or 4), batches of data shape
- * `data` and allocator configuration `alloc`. The allocator replay runs once per
- * combination for the whole process (thread-safe), not per call. */
-void losspath_cost(enum loss_path lp, uint32_t ea, enum data_shape data, enum alloc_conf alloc,
+/* The cost of path lp in precision class k, batches of data shape `data` and allocator
+ * configuration `alloc`. The allocator replay runs once per combination for the whole
+ * process (thread-safe), not per call. */
+void losspath_cost(enum loss_path lp, enum lp_class k, enum data_shape data, enum alloc_conf alloc,
                    struct loss_cost *out);
 
 #endif

@@ -361,11 +361,13 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
  * allocated peak of its N x V tensors and what the caching allocator reserves for them for
  * the data shape and allocator configuration. litgpt's validation pass keeps full 16-bit
  * logits and their log_softmax (2 e_a). */
-static void logits_coeffs(const struct train_config *c, struct mem_prepared *mp)
+static void logits_coeffs(const struct model_plan *p, const struct train_config *c,
+                          struct mem_prepared *mp)
 {
     const uint32_t ea = c->precision == PREC_FP32 ? 4 : 2;
     struct loss_cost cost;
-    losspath_cost(losspath_select(c), ea, c->data, c->alloc, &cost);
+    losspath_cost(losspath_select(c, p->spec.model_type), losspath_class(c->precision), c->data,
+                  c->alloc, &cost);
     mp->logits_tok = cost.allocated;
     mp->logits_res_tok = cost.reserved;
     mp->logits_need_tok = cost.needed;
@@ -394,7 +396,7 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
     }
     fixed_phases(p, c, mp);
     activation_coeffs(p, c, mp);
-    logits_coeffs(c, mp);
+    logits_coeffs(p, c, mp);
 }
 
 /* --- batch-dependent terms --------------------------------------------------------- */

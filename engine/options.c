@@ -212,8 +212,20 @@ static int apply_value(struct options *o, const char *name, const char *v)
         o->rank = !strcmp(v, "llmem") ? RANK_LLMEM : RANK_SPEED;
     } else if (!strcmp(name, "--rules"))
         o->rules = v;
-    else if (!strcmp(name, "--data"))
+    else if (!strcmp(name, "--data")) {
+        /* the data shape; any other value keeps the older meaning, the catalog folder */
+        tmp = data_shape_parse(v);
+        if (tmp >= 0)
+            o->data = (enum data_shape)tmp;
+        else
+            o->data_dir = v;
+    } else if (!strcmp(name, "--catalog"))
         o->data_dir = v;
+    else if (!strcmp(name, "--alloc-conf")) {
+        tmp = alloc_conf_parse(v);
+        rc = tmp < 0 ? -1 : 0;
+        o->alloc = tmp < 0 ? o->alloc : (enum alloc_conf)tmp;
+    }
     else if (!strcmp(name, "--top")) {
         rc = parse_i32(v, 0, INT32_MAX, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
         o->top = i32;
@@ -370,11 +382,16 @@ void options_usage(enum options_mode mode)
           "  --lora-targets L   attn,mlp,all or modules joined by '+' (q+k+v+o+gate+up+down+head)\n"
           "  --grad-ckpt LIST   on,off\n"
           "  --optimizer LIST   adamw,adamw8bit,sgd\n"
-          "  --stack NAME       hf (default), litgpt, torchtune, colossal\n"
+          "  --stack NAME       hf (default; transformers >= 4.49), hf-4.46 (4.46-4.48),\n"
+          "                     hf-4.31 (4.31-4.45), litgpt, torchtune, colossal\n"
           "  --attention A      sdpa (default) or eager\n"
           "  --paper            LLMem's equations exactly (fp16, full, checkpointing, Adam)\n"
           "  --rules PATH       measured peak-type rules (a rules CSV or a folder of them)\n"
-          "  --data DIR         folder with models.csv and gpus.csv\n"
+          "  --data SHAPE       variable (default: unpacked batches padded to their longest\n"
+          "                     sample, lengths up to --seq) or packed (every batch --seq long)\n"
+          "  --alloc-conf A     default or expandable (PYTORCH_CUDA_ALLOC_CONF=\n"
+          "                     expandable_segments:True)\n"
+          "  --catalog DIR      folder with models.csv and gpus.csv (--data DIR also works)\n"
           "Exit codes: 0 ok, 1 nothing fits, 2 usage, 3 bad input file, 4 I/O error.\n",
           stdout);
 }

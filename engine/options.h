@@ -44,10 +44,12 @@ struct options {
     bool base_set;
     enum stack stack;
     bool eager;               /* eager attention instead of SDPA */
+    enum data_shape data;     /* --data packed|variable (default variable) */
+    enum alloc_conf alloc;    /* --alloc-conf default|expandable */
     bool paper;
     enum rank_mode rank;
     const char *rules;
-    const char *data_dir;
+    const char *data_dir;     /* --catalog DIR (or --data DIR, the older spelling) */
     long top;                 /* 0 = all fitting rows */
     bool all, no_prune, quiet, progress, stamp;
     int threads;              /* 0 = all cores */

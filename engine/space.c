@@ -78,7 +78,8 @@ static void add_tuning(struct grow *g, const struct options *o, uint32_t model,
 static void add_layouts(struct grow *g, const struct options *o, uint32_t model,
                         const struct model_plan *p, enum method m, int32_t n)
 {
-    struct train_config c = {.method = m, .gpus = n, .stack = o->stack};
+    struct train_config c = {.method = m, .gpus = n, .stack = o->stack, .data = o->data,
+                             .alloc = o->alloc};
     c.features = stack_features(o->stack) | (o->eager ? FEAT_EAGER_ATTN : 0);
     for (int32_t tp = 1; tp <= n; tp++) {
         if (n % tp)

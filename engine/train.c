@@ -9,7 +9,8 @@ static const char *const precision_names[PREC_COUNT] = {"fp32", "fp16", "bf16", 
 static const char *const finetune_names[FT_COUNT] = {"full", "lora", "qlora"};
 static const char *const quant_names[QUANT_COUNT] = {"none", "int8", "nf4", "nf4-dq"};
 static const char *const optimizer_names[OPT_COUNT] = {"adamw", "adamw8bit", "sgd"};
-static const char *const stack_names[STACK_COUNT] = {"hf", "litgpt", "torchtune", "colossal"};
+static const char *const stack_names[STACK_COUNT] = {"hf", "litgpt", "torchtune", "colossal",
+                                                     "hf-4.46", "hf-4.31"};
 static const char *const data_shape_names[DATA_COUNT] = {"variable", "packed"};
 static const char *const alloc_conf_names[ALLOC_COUNT] = {"default", "expandable"};
 
@@ -48,6 +49,8 @@ uint32_t stack_features(enum stack s)
 {
     switch (s) {
     case STACK_HF:        /* HF Trainer + PEFT: adapters upcast to fp32, FSDP for sharding */
+    case STACK_HF_446:    /* older transformers differ in the loss path only (losspath.c) */
+    case STACK_HF_431:
         return FEAT_ADAPTER_FP32 | FEAT_FSDP;
     case STACK_LITGPT:    /* chunked lm_head + CE, separate lm_head, full-logit validation,
                              lora_dropout 0.05 in every config_hub LoRA recipe, fused qkv;

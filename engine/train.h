@@ -22,7 +22,13 @@ enum data_shape { DATA_VARIABLE, DATA_PACKED, DATA_COUNT };
 enum alloc_conf { ALLOC_DEFAULT, ALLOC_EXPANDABLE, ALLOC_COUNT };
 
 /* Training stacks whose memory behaviour differs measurably (README, "Stacks"). */
-enum stack { STACK_HF, STACK_LITGPT, STACK_TORCHTUNE, STACK_COLOSSAL, STACK_COUNT };
+enum stack {
+    STACK_HF,        /* HF Trainer + PEFT, transformers >= 4.49 */
+    STACK_LITGPT, STACK_TORCHTUNE, STACK_COLOSSAL,
+    STACK_HF_446,    /* the same with transformers 4.46 .. 4.48 (losspath.c) */
+    STACK_HF_431,    /* the same with transformers 4.31 .. 4.45 */
+    STACK_COUNT
+};
 
 /* Stack features; each stack has defaults (stack_features) and a measured row may add some. */
 enum feature {

@@ -12,7 +12,7 @@
 static struct loss_cost cost(enum loss_path lp, uint32_t ea, enum data_shape d, enum alloc_conf a)
 {
     struct loss_cost c;
-    losspath_cost(lp, ea, d, a, &c);
+    losspath_cost(lp, ea == 4 ? LP_FP32 : LP_HALF, d, a, &c);
     return c;
 }
 
@@ -82,18 +82,18 @@ static void test_select(void **state)
 {
     (void)state;
     struct train_config c = {.stack = STACK_HF, .finetune = FT_LORA};
-    assert_int_equal(losspath_select(&c), LOSS_HF);
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_HF);
     c.features = FEAT_LOGITS_KEPT;
-    assert_int_equal(losspath_select(&c), LOSS_KEPT);
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_KEPT);
     c.stack = STACK_LITGPT;
     c.features = FEAT_CHUNKED_CE;
-    assert_int_equal(losspath_select(&c), LOSS_LITGPT_LORA);
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_LITGPT_LORA);
     c.finetune = FT_FULL;
-    assert_int_equal(losspath_select(&c), LOSS_LITGPT_FULL);
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_LITGPT_FULL);
     c.stack = STACK_TORCHTUNE;
-    assert_int_equal(losspath_select(&c), LOSS_CHUNKED_UPCAST);
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_CHUNKED_UPCAST);
     c.features |= FEAT_COMPILE;
-    assert_int_equal(losspath_select(&c), LOSS_CHUNKED_COMPILED);
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_CHUNKED_COMPILED);
 }
 
 int main(void)
