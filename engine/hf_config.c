@@ -199,6 +199,7 @@ static int llama_extra(struct reader *r);
 static int gemma_extra(struct reader *r);
 static int stablelm_extra(struct reader *r);
 static int falcon_extra(struct reader *r);
+static int qwen_extra(struct reader *r);
 
 /* One row per model.h supported type. Defaults cite the HF config class of that type. */
 static const struct hf_class classes[] = {
@@ -253,6 +254,20 @@ static const struct hf_class classes[] = {
     {.type = "qwen2", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
      .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
      .head_dim = K1("head_dim"), .max_pos_default = 32768},
+    /* QWenConfig (Qwen v1 remote code, configuration_qwen.py as shipped with Qwen-7B-Chat
+     * from Sep 2023, copy at Palpitate-v/LLM4ADD@9abbf7c7): hidden_size, num_hidden_layers,
+     * num_attention_heads, intermediate_size (22016), max_position_embeddings (default 8192),
+     * kv_channels (default 128) = head width, since QWenAttention's projection_size is
+     * kv_channels * num_attention_heads. The Aug 2023 files (undefdev/Qwen-7B-Chat@04df5dd5,
+     * a mirror of the hub repo) use n_embd, n_layer, n_head, ffn_hidden_size and n_positions
+     * (attribute_map aliases), read as fallbacks. qwen_extra halves the MLP width. */
+    {.type = "qwen", .hidden = {"hidden_size", {"hidden_size", "n_embd", NULL}},
+     .layers = {"num_hidden_layers", {"num_hidden_layers", "n_layer", NULL}},
+     .heads = {"num_attention_heads", {"num_attention_heads", "n_head", NULL}},
+     .intermediate = {"intermediate_size", {"intermediate_size", "ffn_hidden_size", NULL}},
+     .max_pos = {"max_position_embeddings", {"max_position_embeddings", "n_positions", NULL}},
+     .head_dim = K1("kv_channels"), .max_pos_default = 8192, .head_dim_default = 128,
+     .extra = qwen_extra},
     /* GemmaConfig / Gemma2Config: head_dim default 256 (not hidden/heads: Gemma-7B has
      * 3072/16 = 192 but head_dim 256); max_position_embeddings default 8192. */
     {.type = "gemma", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
@@ -467,6 +482,23 @@ static int stablelm_extra(struct reader *r)
     r->m->qkv_bias = qkv;
     if (parallel)
         r->m->norms_per_layer = 1;
+    return 0;
+}
+
+static int qwen_extra(struct reader *r)
+{
+    struct model_spec *m = r->m;
+    bool no_bias;
+    /* QWenMLP: w1 and w2 are nn.Linear(hidden, intermediate_size // 2) and c_proj maps
+     * intermediate_size // 2 back to hidden, so the config's 22016 is twice the MLP width
+     * (11008 for Qwen-7B; modeling_qwen.py at modelscope/ms-swift@cb89d919, QWenMLP; the
+     * Aug 2023 file divides ffn_hidden_size the same way, undefdev/Qwen-7B-Chat@04df5dd5). */
+    m->intermediate /= 2;
+    /* QWenConfig.no_bias (default True) removes the biases of attn.c_proj, w1, w2 and
+     * mlp.c_proj; c_attn always has one (nn.Linear's default bias=True). */
+    if (get_bool(r, "no_bias", true, &no_bias) != 0)
+        return -1;
+    m->o_bias = m->mlp_bias = !no_bias;
     return 0;
 }
 

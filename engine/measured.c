@@ -36,7 +36,15 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"fused", FEAT_FUSED_OPT, 0, NULL},        {"grad-accum", FEAT_GRAD_ACCUM, 0, NULL},
         {"no-accum", 0, FEAT_GRAD_ACCUM, NULL},    {"compile", FEAT_COMPILE, 0, NULL},
         {"logits-kept", FEAT_LOGITS_KEPT, 0, NULL},
+        {"lora-dropout", FEAT_LORA_DROPOUT, 0, NULL},
+        /* PEFT 0.7 (update_layer: self.to(weight.device, dtype=weight.dtype)) keeps the
+         * adapters in the base dtype; PEFT's later autocast_adapter_dtype upcasts them */
+        {"adapter-bf16", 0, FEAT_ADAPTER_FP32, NULL},
         {"act-offload", 0, 0, "activation offloading to CPU is not modelled"},
+        {"selective-ac", 0, 0, "selective (per-op) activation checkpointing is not modelled"},
+        {"float8", 0, 0, "float8 linears are not modelled"},
+        {"context-parallel", 0, 0, "context parallelism is not modelled"},
+        {"pipeline-parallel", 0, 0, "pipeline parallelism is not modelled"},
         {"cpu-offload", 0, 0, "CPU offload of parameters/optimizer is not modelled"},
         {"dora", 0, 0, "DoRA is not modelled"},
     };
@@ -76,20 +84,23 @@ static const char *row_enums(const struct csv_table *t, size_t r, struct train_c
                             measured_cell(t, r, fields[i].col)), why;
     const char *stack = measured_cell(t, r, "stack");
     int st = *stack ? stack_parse(stack) : (int)STACK_HF;
-    if (st < 0)
-        return snprintf(why, n, "stack '%.60s' is unknown", stack), why;
     c->method = (enum method)v[0];
     c->precision = (enum precision)v[1];
     c->finetune = (enum finetune)v[2];
     c->quant = (enum quant)v[3];
     c->optimizer = (enum optimizer)v[4];
     c->grad_ckpt = v[5] == 1;
-    c->stack = (enum stack)st;
+    c->stack = st < 0 ? STACK_HF : (enum stack)st;
     c->features = stack_features(c->stack);
     if (!strcmp(measured_cell(t, r, "attention"), "eager"))
         c->features |= FEAT_EAGER_ATTN;
+    /* a technique the model lacks says more than the name of a stack it does not know */
     const char *fr = apply_features(measured_cell(t, r, "features"), c);
-    return fr ? (snprintf(why, n, "%s", fr), why) : NULL;
+    if (fr)
+        return snprintf(why, n, "%s", fr), why;
+    if (st < 0)
+        return snprintf(why, n, "stack '%.60s' is unknown", stack), why;
+    return NULL;
 }
 
 /* Integers of the row: a malformed cell is an error (-1), an empty sequence length a skip. */
@@ -117,11 +128,56 @@ static int row_numbers(const struct csv_table *t, size_t r, struct train_config 
     return 0;
 }
 
+/* Whether name is one of the '+'-joined flags of list. */
+static bool feature_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    while (*list) {
+        size_t len = strcspn(list, "+");
+        if (len == n && !strncmp(list, name, n))
+            return true;
+        list += len + (list[len] == '+');
+    }
+    return false;
+}
+
+/* A named extension column parsed by parse into *out; an absent column or empty cell gives
+ * dflt. A value parse does not know is malformed input (file, line, column). */
+static int row_choice(const struct csv_table *t, size_t r, const char *col,
+                      int (*parse)(const char *), int dflt, int *out, struct input_error *e)
+{
+    int k = csv_table_col(t, col);
+    const char *v = k >= 0 ? t->cells[r][k] : "";
+    *out = *v ? parse(v) : dflt;
+    if (*out < 0)
+        return csv_cell_error(t, r, k, e, "unknown value '%.60s'", v);
+    return 0;
+}
+
+/* The `data` and `alloc_conf` columns (datasets/measured/README.md). Without a `data`
+ * column, a row whose every batch had seq_len tokens (seq_kind exact, or the `packed`
+ * feature) is `packed`, any other `variable`; without `alloc_conf`, PyTorch's default. */
+static int row_shape(const struct csv_table *t, size_t r, struct train_config *c,
+                     struct input_error *e)
+{
+    bool fixed = feature_listed(measured_cell(t, r, "features"), "packed") ||
+                 !strcmp(measured_cell(t, r, "seq_kind"), "exact");
+    int d, a;
+    if (row_choice(t, r, "data", data_shape_parse, fixed ? DATA_PACKED : DATA_VARIABLE, &d, e) ||
+        row_choice(t, r, "alloc_conf", alloc_conf_parse, ALLOC_DEFAULT, &a, e))
+        return -1;
+    c->data = (enum data_shape)d;
+    c->alloc = (enum alloc_conf)a;
+    return 0;
+}
+
 int measured_row_config(const struct csv_table *t, size_t r,
                         int (*parse_targets)(const char *, uint32_t *), struct train_config *c,
                         char *why, size_t n, struct input_error *e)
 {
     memset(c, 0, sizeof *c);
+    if (row_shape(t, r, c, e) != 0)
+        return -1;
     const char *status = measured_cell(t, r, "status");
     if (*status && strcmp(status, "ok") != 0)
         return snprintf(why, n, "measurement status '%.60s'", status), 1;

@@ -36,6 +36,13 @@ static const struct family families[] = {
     {"llama",      RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0},
     {"mistral",    RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0},
     {"qwen2",      RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   1,   0,   0,   0,    0,   0,   0,   0},
+    /* Qwen v1 remote code (modeling_qwen.py, copy at modelscope/ms-swift@cb89d919 and the
+     * Qwen-7B-Chat hub mirror undefdev/Qwen-7B-Chat@04df5dd5): QWenBlock = ln_1 RMSNorm,
+     * c_attn = nn.Linear(hidden, 3 * projection) with the default bias (q, k, v fused, bias
+     * on), c_proj without bias (bias=not no_bias, no_bias True), ln_2 RMSNorm, QWenMLP
+     * a1 * silu(a2) with w1 = up, w2 = gate, c_proj = down; rotary; lm_head without bias,
+     * logits left in the compute dtype (CrossEntropyLoss on lm_logits directly). */
+    {"qwen",       RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   1,   0,   0,   0,    0,   1,   0,   0},
     {"gemma",      RMS, MLP_GATED, POS_ROTARY,  2, 0,  1,   0,   0,   0,   0,    0,   0,   0,   0},
     {"gemma2",     RMS, MLP_GATED, POS_ROTARY,  4, 0,  1,   0,   0,   0,   0,    0,   0,   0,   0},
     {"phi",        LN,  MLP_PLAIN, POS_ROTARY,  1, 0,  0,   1,   1,   1,   1,    0,   0,   0,   0},
@@ -48,7 +55,7 @@ static const struct family families[] = {
 
 const char *const model_supported_types[] = {
     "opt", "bloom", "codegen", "biogpt", "gpt_bigcode", "gpt_neo", "gpt2", "gpt_neox", "llama",
-    "mistral", "qwen2", "gemma", "gemma2", "phi", "phi3", "falcon", "stablelm", NULL,
+    "mistral", "qwen2", "qwen", "gemma", "gemma2", "phi", "phi3", "falcon", "stablelm", NULL,
 };
 
 bool model_family_defaults(const char *model_type, struct model_spec *m)

@@ -130,6 +130,63 @@ static void test_qwen2_5_0_5b(void **state)
     assert_params(&m, 494032768);
 }
 
+/* Qwen v1 (model_type "qwen", remote code). Exact count 7721324544: embedding and lm_head
+ * 151936 x 4096 each, per block ln_1 + ln_2 (2 x 4096), c_attn 4096 x 12288 + bias 12288,
+ * attn c_proj 4096 x 4096, w1, w2, mlp c_proj 3 x 4096 x 11008, ln_f 4096; the same total
+ * as calflops printed for Qwen-7B (MrYxJ/calculate-flops.pytorch@6bccc05f README.md, "Qwen-7B
+ * 7.72B 7721324544"); the model card says 7B, the hub's safetensors header 7.72B. */
+static void assert_qwen_7b(const struct model_spec *m)
+{
+    assert_string_equal(m->model_type, "qwen");
+    /* intermediate_size 22016 is twice the MLP width: w1/w2 are 22016 // 2 = 11008 wide */
+    assert_dims(m, 32, 4096, 32, 32, 128, 11008, 151936, m->max_pos);
+    assert_false(m->tied);
+    assert_true(m->qkv_bias);  /* c_attn keeps nn.Linear's default bias */
+    assert_false(m->o_bias);   /* no_bias: true */
+    assert_false(m->mlp_bias);
+    assert_true(m->fused_qkv);
+    assert_int_equal(m->norm, NORM_RMSNORM);
+    assert_int_equal(m->mlp, MLP_GATED);
+    assert_int_equal(m->pos, POS_ROTARY);
+    assert_false(m->logits_fp32);
+    assert_int_equal(model_param_count(m), INT64_C(7721324544));
+}
+
+static void test_qwen_7b_chat(void **state)
+{
+    struct model_spec m;
+    (void)state;
+    load_ok(HF_DIR "qwen-7b-chat.json", &m);
+    assert_qwen_7b(&m);
+    assert_int_equal(m.max_pos, 8192);
+    /* the Aug 2023 file names the same dimensions n_embd, n_layer, n_head, ffn_hidden_size */
+    load_ok(HF_DIR "qwen-7b-chat-2023-08.json", &m);
+    assert_qwen_7b(&m);
+    assert_int_equal(m.max_pos, 6144); /* n_positions */
+}
+
+/* no_bias false gives attn.c_proj, w1, w2 and mlp.c_proj biases; an intermediate_size of
+ * 1 halves to an MLP of width 0, blamed on intermediate_size. */
+static void test_qwen_keys(void **state)
+{
+    struct model_spec m;
+    struct hf_error err;
+    (void)state;
+    parse_ok("{\"model_type\": \"qwen\", \"vocab_size\": 100, \"hidden_size\": 64, "
+             "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"kv_channels\": 16, "
+             "\"intermediate_size\": 257, \"no_bias\": false}", &m);
+    assert_int_equal(m.intermediate, 128); /* 257 // 2, as Python floors */
+    assert_int_equal(m.max_pos, 8192);     /* QWenConfig default */
+    assert_true(m.qkv_bias);
+    assert_true(m.o_bias);
+    assert_true(m.mlp_bias);
+    const char *bad = "{\"model_type\": \"qwen\", \"vocab_size\": 100, \"hidden_size\": 64, "
+                      "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                      "\"intermediate_size\": 1}";
+    assert_int_equal(hf_config_parse(bad, strlen(bad), "q.json", &m, &err), -1);
+    assert_string_equal(err.key, "intermediate_size");
+}
+
 static void test_gemma_2_2b(void **state)
 {
     struct model_spec m;
@@ -537,6 +594,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_3_1_8b),
         cmocka_unit_test(test_qwen2_5_0_5b),
+        cmocka_unit_test(test_qwen_7b_chat),
+        cmocka_unit_test(test_qwen_keys),
         cmocka_unit_test(test_gemma_2_2b),
         cmocka_unit_test(test_opt_350m),
         cmocka_unit_test(test_bloom_560m),

@@ -400,6 +400,45 @@ static void test_family_defaults(void **state)
     assert_true(m.emb_norm);
 }
 
+/* Qwen-7B from the qwen family defaults, counted by hand per role (modeling_qwen.py:
+ * c_attn 4096 -> 3 x 4096 with bias, c_proj 4096 -> 4096 without, w1/w2 4096 -> 11008,
+ * mlp c_proj 11008 -> 4096, RMSNorm weights only, untied lm_head). The total, 7721324544,
+ * is what calflops printed for Qwen-7B (MrYxJ/calculate-flops.pytorch@6bccc05f README.md). */
+static void test_qwen_v1_counts(void **state)
+{
+    (void)state;
+    struct model_spec m;
+    memset(&m, 0, sizeof m);
+    assert_true(model_family_defaults("qwen", &m));
+    m.layers = 32;
+    m.hidden = 4096;
+    m.heads = m.kv_heads = 32;
+    m.head_dim = 128;
+    m.intermediate = 11008;
+    m.vocab = 151936;
+    m.max_pos = 8192;
+    assert_null(model_check(&m));
+    struct tensor_list l;
+    assert_int_equal(tensors_build(&m, &l), 0);
+    struct role_sums s = sum_roles(&l);
+    const int64_t L = 32, h = 4096, i = 11008, v = 151936;
+    assert_int_equal(s.weight[ROLE_EMBED], v * h);
+    assert_int_equal(s.weight[ROLE_LM_HEAD], v * h); /* untied */
+    assert_int_equal(s.weight[ROLE_Q] + s.weight[ROLE_K] + s.weight[ROLE_V], L * h * 3 * h);
+    assert_int_equal(s.bias[ROLE_Q] + s.bias[ROLE_K] + s.bias[ROLE_V], L * 3 * h);
+    assert_int_equal(s.weight[ROLE_O], L * h * h);
+    assert_int_equal(s.bias[ROLE_O], 0);
+    assert_int_equal(s.weight[ROLE_GATE] + s.weight[ROLE_UP] + s.weight[ROLE_DOWN], L * 3 * h * i);
+    assert_int_equal(s.bias[ROLE_GATE] + s.bias[ROLE_UP] + s.bias[ROLE_DOWN], 0);
+    assert_int_equal(s.weight[ROLE_NORM], (2 * L + 1) * h);
+    assert_int_equal(s.bias[ROLE_NORM], 0);
+    assert_int_equal(s.total, INT64_C(7721324544));
+    for (size_t k = 0; k < l.n; k++) /* c_attn: q, k, v one allocation per block */
+        if (l.t[k].role == ROLE_Q || l.t[k].role == ROLE_K || l.t[k].role == ROLE_V)
+            assert_true(l.t[k].fuse > 0);
+    tensors_free(&l);
+}
+
 static void test_model_check(void **state)
 {
     (void)state;
@@ -494,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_opt_registration_order),
         cmocka_unit_test(test_tensor_helpers),
         cmocka_unit_test(test_family_defaults),
+        cmocka_unit_test(test_qwen_v1_counts),
         cmocka_unit_test(test_model_check),
         cmocka_unit_test(test_catalog_param_counts),
     };

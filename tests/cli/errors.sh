@@ -39,6 +39,13 @@ expect_err "m.csv"
 expect_exit 3 "$BIN" validate --measured "$TMP/m.csv" --out "$TMP/v.csv"
 expect_err "m.csv:2: tokens_per_s_gpu: 'fast' is not a number"
 [ ! -e "$TMP/v.csv" ] || fail "a validation CSV was written despite bad input"
+# a bad data shape in a measured row (public-2.csv's `data` column): exit 3, file, line and
+# column named, no validation CSV
+{ head -1 "$PROJECT/datasets/measured/public-2.csv"
+  grep ',SWB-08,' "$PROJECT/datasets/measured/public-2.csv" | sed 's/,variable,default,/,padded,default,/'; } > "$TMP/m.csv"
+expect_exit 3 "$BIN" validate --measured "$TMP/m.csv" --out "$TMP/v.csv"
+expect_err "m.csv:2: data: unknown value 'padded'"
+[ ! -e "$TMP/v.csv" ] || fail "a validation CSV was written despite a bad data value"
 
 # I/O errors: exit 4
 expect_exit 4 "$BIN" --budget 80GiB --model gpt2 --out /nonexistent-dir/r.csv

@@ -22,4 +22,15 @@ grep -qx 'grade A/B rows off by more than 30 %: none' "$TMP/report.txt" \
   || fail "a grade A/B row is off by more than 30 %: $(grep 'more than 30' "$TMP/report.txt")"
 grep 'inconsistent: below' "$TMP/v.csv" | grep -q '"LGCH","meta-llama/Llama-3.2-3B",allocated,15.376,[0-9.]*,[0-9.]*,' \
   || fail "inconsistent rows keep their prediction and error in the CSV"
+# public-2.csv (issue 12): runs and prints; no accuracy bound yet. Every row is predicted or
+# skipped with its reason, and the Qwen v1 rows (SWB) are predicted.
+"$BIN" validate --measured "$PROJECT/datasets/measured/public-2.csv" --out "$TMP/v2.csv" \
+  > "$TMP/report2.txt" || fail "validate on public-2.csv failed"
+grep -A 8 '^source ' "$TMP/report2.txt"
+rows=$(($(wc -l < "$PROJECT/datasets/measured/public-2.csv") - 1))
+got=$(($(wc -l < "$TMP/v2.csv") - 1))
+[ "$rows" = "$got" ] || fail "validate wrote $got rows for $rows rows of public-2.csv"
+grep -q '^SWB  *[0-9][0-9]*  *0 ' "$TMP/report2.txt" || fail "SWB rows skipped: the Qwen v1 rows must be predicted"
+grep -q '"TT","meta-llama/Llama-3.1-8B",reserved,82.400,,,"skipped: selective (per-op) activation checkpointing is not modelled' \
+  "$TMP/v2.csv" || fail "TT-01 not skipped for selective activation checkpointing"
 finish

@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Convert the second shared collection (public-measured-2.csv) into llmem-sweep's
+measured-CSV format.
+
+Usage:
+    python3 datasets/measured/convert_public2.py ../shared/datasets/public-measured-2.csv \
+        [datasets/measured/public-2.csv]
+
+Python 3 standard library only; the output is deterministic. The input already has the
+measured-CSV contract columns, but its knob cells are free text (what each source set); every
+text goes through an explicit table here, and a text no table knows stops the run naming the
+row. Every input row is written: rows the model cannot represent carry the feature (or stack)
+that makes `validate` list them as skipped with the reason. README.md next to this script
+describes the columns and every judgement call ("public-2.csv").
+"""
+
+import csv
+import io
+import os
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the data
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from convert_public import lookup, parse_grade, parse_int, split_parts  # noqa: E402
+
+IN_HEADER = [
+    "model", "method", "gpus", "tp", "micro_batch", "seq_len", "precision", "finetune",
+    "lora_r", "lora_targets", "quant", "grad_ckpt", "optimizer", "metric", "measured_gib",
+    "gpu", "framework", "source", "id", "notes", "tokens_per_s_gpu",
+]
+
+OUT_HEADER = [
+    "model", "method", "gpus", "tp", "micro_batch", "seq_len", "precision", "finetune",
+    "lora_r", "lora_targets", "quant", "grad_ckpt", "optimizer", "metric", "measured_gib",
+    "gpu", "framework", "source",
+    # extension columns: those of public.csv, then data and alloc_conf (README.md)
+    "id", "grade", "stack", "features", "attention", "seq_kind", "data", "alloc_conf",
+    "tokens_per_s_gpu", "notes",
+]
+
+# Canonical order of feature flags; the last four make a row unrepresentable.
+FEATURE_ORDER = [
+    "compile", "flash-attn", "adapter-bf16", "lora-dropout", "grad-accum", "fsdp",
+    "selective-ac", "float8", "context-parallel", "pipeline-parallel",
+]
+
+# id prefix -> stack (torchtitan is not a stack the model knows)
+SOURCES = {
+    "SWB": "hf",
+    "TT": "torchtitan",
+    "TTB": "torchtitan",
+    "AOF8": "torchtitan",
+}
+
+# method -> (method, features). torchtitan shards with FSDP2 over dp_shard (x cp).
+METHOD_MAP = {
+    "single": ("single", []),
+    "adp": ("adp", ["fsdp"]),
+    "adp+cp": ("adp", ["fsdp", "context-parallel"]),
+    "adp+tp": ("dp+tp", ["fsdp"]),
+    "adp+tp+pp": ("dp+tp", ["fsdp", "pipeline-parallel"]),
+    "adp+tp+pp+cp": ("dp+tp", ["fsdp", "pipeline-parallel", "context-parallel"]),
+}
+
+# precision -> (precision, features)
+PRECISION_MAP = {
+    # FSDP2 MixedPrecisionPolicy: bf16 compute, fp32 sharded master weights and AdamW states
+    "bf16 (mixed: FSDP2 MixedPrecisionPolicy param=bf16 reduce=fp32; fp32 master params)":
+        ("bf16", []),
+    "bf16 (mixed: FSDP2 param=bf16 reduce=fp32; fp32 master params)": ("bf16", []),
+    # ms-swift loads the model in bf16 (dtype AUTO on A100) and swift's LoRA is PEFT 0.7's
+    # layer, which casts the adapters to the base weight's dtype: everything trained and its
+    # AdamW states are bf16 (pure bf16), not the fp32 adapters of current PEFT
+    "bf16 (bf16 frozen base; Trainer bf16 autocast)": ("bf16-pure", ["adapter-bf16"]),
+}
+
+# lora_targets: swift module names on Qwen v1 -> roles. c_attn is q, k and v in one Linear;
+# ALL = every Linear but lm_head (c_attn, attn.c_proj, w1, w2, mlp.c_proj).
+TARGETS_MAP = {
+    "": "",
+    "c_attn (fused qkv)": "q+k+v",
+    "ALL (all linear: c_attn,c_proj,w1,w2)": "all",
+}
+
+# quant -> features: torchao float8 training recipes (the base is not frozen or quantized)
+FLOAT8 = [
+    "float8 linears (torchao; recipe not stated)",
+    "float8 linears (torchao)",
+    "float8 linears (torchao Float8Linear; scaling recipe / fp8 all-gather settings not stated)",
+    "float8 linears (torchao; fp8 FSDP all-gather + precomputed scales per llama3_405b.toml)",
+    "float8 tensorwise linears (torchao; fp8 FSDP all-gather; precompute scales; "
+    "force_recompute_fp8_weight_in_bwd)",
+    "tensorwise with float8 all-gather (torchao low-precision linears)",
+    "rowwise with bfloat16 all-gather (torchao low-precision linears)",
+    "rowwise_with_gw_hp with bfloat16 all-gather (torchao low-precision linears)",
+    "float8 tensorwise (f8 all-gather) (torchao low-precision linears)",
+    "mxfp8_cublas (torchao low-precision linears)",
+    "mxfp8_cublas_rceil (torchao low-precision linears)",
+    "float8 rowwise (torchao low-precision linears)",
+]
+QUANT_MAP = {"none": ("none", [])}
+QUANT_MAP.update({q: ("none", ["float8"]) for q in FLOAT8})
+
+# grad_ckpt -> (on/off, features). torchtitan's per-op selective AC saves chosen op outputs
+# (matmuls, attention) and recomputes the rest: neither the per-block nor the no-AC count.
+CKPT_MAP = {
+    "yes": ("on", []),
+    "no": ("off", []),
+    "full": ("on", []),
+    "selective (per-op SAC)": ("on", ["selective-ac"]),
+    "selective (per-op SAC; train_configs/llama3_8b.toml selective_ac_option='op')":
+        ("on", ["selective-ac"]),
+    "selective (per-op SAC per llama3_8b.toml at e7c0cae)": ("on", ["selective-ac"]),
+}
+
+OPT_MAP = {
+    "torch AdamW (HF Trainer adamw_torch; states in param dtype)": "adamw",
+    "torch AdamW (fp32 states; foreach, optimizer.fused=False default at 9dec370)": "adamw",
+    "torch AdamW (fp32 states)": "adamw",
+}
+
+METRIC_MAP = {"reserved": "reserved"}
+
+# gpu -> datasets/gpus.csv name, or "" when the catalog has no such GPU (the input text is
+# kept in notes). The ms-swift doc says "A100"; values up to 78.8 GiB mean the 80GB part,
+# SXM assumed as for every A100 row of public.csv.
+GPU_MAP = {
+    "A100 80GB": "A100-SXM-80GB",
+    "H200 141GB (8 per node, NVLink; 400Gb/s RDMA)": "H200-SXM-141GB",
+    "H100 SXM HBM2e 96GB (500W, Grand Teton)": "",
+    "H100 (8x, variant not stated)": "",
+    "MI300X 192GB (8x)": "",
+    "B200 (8x, power-limited 750W)": "",
+}
+
+SWIFT_FRAMEWORK = (
+    "ms-swift ~v1.5 (Dec 2023; script scripts/benchmark/test_memory_time/run_single.py "
+    "@019ebebb96efd01dc46ef8f72e3e23d65db939f7); HF Trainer + swift LoRA; torch 2.1.1; CUDA "
+    "11.8; flash_attn 2.3.4; xformers 0.0.23; auto_gptq 0.5.1; bitsandbytes 0.41.3.post2")
+FRAMEWORK_MAP = {
+    SWIFT_FRAMEWORK: "ms-swift 1.5.0.dev @019ebebb (swift LoRA = PEFT 0.7.x layers); "
+                     "transformers 4.33-4.36; torch 2.1.1; flash_attn 2.3.4",
+}
+
+# Notes parts that only restate what the columns now say (dropped from notes).
+SWB_ATTN = {
+    "attention: flash-attn 2 (use_flash_attn true)": "flash",
+    "attention: no flash-attn (model's non-flash attention path)": "eager",
+}
+
+
+def swb_fields(row, notes):
+    """SWB rows: attention from the notes; LoRA dropout 0.05 and gradient accumulation
+    ceil(16 / batch_size) > 1 (swift SftArguments at 019ebebb) on every row."""
+    attn = [SWB_ATTN[p] for p in notes if p in SWB_ATTN]
+    if len(attn) != 1:
+        raise ValueError(row["id"] + ": attention not stated once in notes")
+    if not any(p.startswith("LoRA r=") and "dropout=0.05" in p for p in notes):
+        raise ValueError(row["id"] + ": LoRA dropout 0.05 not stated")
+    feats = ["lora-dropout", "grad-accum"]
+    if attn[0] == "flash":
+        feats.append("flash-attn")
+    return attn[0], feats
+
+
+def titan_framework(text, rid):
+    """torchtitan rows: the framework text is already short; torch.compile is a feature."""
+    if not text.startswith("torchtitan "):
+        raise ValueError(rid + ": unexpected framework " + text)
+    parts = [p.strip() for p in text.split(";")]
+    feats = ["compile"] if "torch.compile" in parts else []
+    return "; ".join(p for p in parts if p != "torch.compile"), feats
+
+
+def order_features(feats, rid):
+    unknown = [f for f in feats if f not in FEATURE_ORDER]
+    if unknown:
+        raise ValueError(rid + ": unknown feature " + ",".join(unknown))
+    return "+".join(f for f in FEATURE_ORDER if f in set(feats))
+
+
+def convert_row(row):
+    rid = row["id"]
+    prefix = rid.rsplit("-", 1)[0]
+    stack = lookup(SOURCES, prefix, rid, "id")
+    grade, rest = parse_grade(row["notes"], rid)
+    parts = split_parts(rest)
+    if not parts or not parts[0].startswith("raw="):
+        raise ValueError(rid + ": notes do not start with raw=")
+    method, feats = lookup(METHOD_MAP, row["method"], rid, "method")
+    feats = list(feats)
+    precision, f = lookup(PRECISION_MAP, row["precision"], rid, "precision")
+    feats += f
+    finetune = row["finetune"]
+    if finetune not in ("full", "lora"):
+        raise ValueError(rid + ": finetune " + finetune)
+    targets = lookup(TARGETS_MAP, row["lora_targets"], rid, "lora_targets")
+    if (finetune == "full") != (targets == ""):
+        raise ValueError(rid + ": lora_targets inconsistent with finetune")
+    lora_r = "" if finetune == "full" else parse_int(row["lora_r"], rid, "lora_r")
+    quant, f = lookup(QUANT_MAP, row["quant"], rid, "quant")
+    feats += f
+    grad_ckpt, f = lookup(CKPT_MAP, row["grad_ckpt"], rid, "grad_ckpt")
+    feats += f
+    optimizer = lookup(OPT_MAP, row["optimizer"], rid, "optimizer")
+    metric = lookup(METRIC_MAP, row["metric"], rid, "metric")
+    gpu = lookup(GPU_MAP, row["gpu"], rid, "gpu")
+    notes = [parts[0]] + ([] if gpu else ["gpu: " + row["gpu"]])
+    if stack == "hf":
+        framework = lookup(FRAMEWORK_MAP, row["framework"], rid, "framework")
+        attention, f = swb_fields(row, parts)
+        feats += f
+        # truncated at max_length; the longest batch reaches it (input notes): the peak
+        # length is known, the batches still vary in length
+        seq_kind, data = "exact", "variable"
+        notes += [p for p in parts[1:] if p not in SWB_ATTN]
+    else:
+        framework, f = titan_framework(row["framework"], rid)
+        feats += f
+        # torchtitan pretraining reads C4 in fixed seq_len windows: every batch is full
+        attention, seq_kind, data = "sdpa", "exact", "packed"
+        notes += parts[1:]
+    tp = parse_int(row["tp"], rid, "tp")
+    if (method == "dp+tp") != (tp != "1"):
+        raise ValueError(rid + ": tp inconsistent with method")
+    return [
+        row["model"], method, parse_int(row["gpus"], rid, "gpus"), tp,
+        parse_int(row["micro_batch"], rid, "micro_batch"), parse_int(row["seq_len"], rid, "seq_len"),
+        precision, finetune, lora_r, targets, quant, grad_ckpt, optimizer, metric,
+        "%.3f" % float(row["measured_gib"]), gpu, framework, row["source"],
+        rid, grade, stack, order_features(feats, rid), attention, seq_kind, data, "default",
+        row["tokens_per_s_gpu"], "; ".join(notes).replace("\n", " ").replace("\r", " "),
+    ]
+
+
+def main(argv):
+    if len(argv) not in (2, 3):
+        sys.stderr.write("usage: convert_public2.py PUBLIC-MEASURED-2.csv [OUT.csv]\n")
+        return 2
+    out = argv[2] if len(argv) == 3 else os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                      "public-2.csv")
+    with open(argv[1], newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        if next(reader) != IN_HEADER:
+            raise ValueError("unexpected input header")
+        rows = [dict(zip(IN_HEADER, rec)) for rec in reader if rec]
+    ids = [r["id"] for r in rows]
+    if len(set(ids)) != len(ids):
+        raise ValueError("duplicate ids in input")
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    w.writerow(OUT_HEADER)
+    for r in rows:
+        w.writerow(convert_row(r))
+    tmp = out + ".tmp"
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        fh.write(buf.getvalue())
+    os.replace(tmp, out)
+    sys.stderr.write("input rows %d, written %d\n" % (len(rows), len(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
