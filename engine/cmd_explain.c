@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "job.h"
+#include "losspath.h"
 #include "units.h"
 
 /* One value per axis, with the explain defaults where the command line is silent. */
@@ -95,6 +96,14 @@ static void print_text(const struct job *j, const struct sweep_point *pt, const 
     else
         printf("\npeak       %.3f GiB device (%.3f reserved, %.3f allocated) at %s", units_gib(pt->peak),
                units_gib(e->reserved), units_gib(e->allocated), mem_phase_name(e->peak_phase));
+    if (!j->opt.paper && c->stack != STACK_COLOSSAL) {
+        struct loss_cost lc;
+        enum loss_path lp = losspath_select(c, p->spec.model_type);
+        losspath_cost(lp, losspath_class(c->precision), c->data, c->alloc, &lc);
+        printf("\nloss path  %s: %.2f allocated, %.2f reserved, %.2f held at the peak "
+               "(bytes per token and vocab entry)", loss_path_name(lp), lc.allocated, lc.reserved,
+               lc.needed);
+    }
     printf("\nstep       %.4f s (compute %.4f, memory %.4f, communication %.4f), %.1f tokens/s\n",
            pt->speed.step_time_s, pt->speed.compute_s, pt->speed.memory_s, pt->speed.comm_s,
            pt->speed.tokens_per_s);
