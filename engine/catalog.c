@@ -125,6 +125,13 @@ static int gpu_row(const struct csv_table *t, size_t r, struct gpu_spec *g, stru
         return -1;
     g->memory_bytes = (uint64_t)mem;
     g->context_bytes = (uint64_t)ctx;
+    /* optional column; without it PyTorch's default off Hopper (CublasHandlePool.cpp
+     * parseChosenWorkspaceSize, ":4096:2:16:8" = 8,519,680 bytes, torch >= 2.0) */
+    int64_t ws = CUBLAS_WS_DEFAULT;
+    int wcol = csv_table_col(t, "cublas_workspace_bytes");
+    if (wcol >= 0 && csv_get_i64(t, r, wcol, 0, INT64_C(1) << 34, &ws, e))
+        return -1;
+    g->cublas_ws_bytes = (uint64_t)ws;
     for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++)
         if (csv_get_f64(t, r, csv_table_col(t, gpu_cols[2 + i]), 0, 1e7, rates[i], e))
             return -1;

@@ -5,6 +5,9 @@
 #include <stdint.h>
 
 #define GPU_NAME_MAX 64
+/* PyTorch's cuBLAS workspace per handle off Hopper: ":4096:2:16:8" = 2 x 4 MiB + 8 x 16 KiB
+ * (aten/src/ATen/cuda/CublasHandlePool.cpp, parseChosenWorkspaceSize, since PR #89027). */
+#define CUBLAS_WS_DEFAULT 8519680
 
 struct gpu_spec {
     char name[GPU_NAME_MAX];    /* e.g. H100-SXM-80GB */
@@ -14,6 +17,7 @@ struct gpu_spec {
     double mem_bw_gbs;          /* memory bandwidth, GB/s */
     double interconnect_gbs;    /* per-GPU GPU-to-GPU bandwidth within a node, GB/s */
     uint64_t context_bytes;     /* CUDA context + library workspaces (LLMem's m_base) */
+    uint64_t cublas_ws_bytes;   /* PyTorch's cuBLAS workspace per handle (inside reserved) */
 };
 
 #endif

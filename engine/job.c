@@ -130,6 +130,7 @@ int job_init(struct job *j, const struct options *o)
     s->budget = j->opt.budget;
     s->mem.paper = j->opt.paper;
     s->mem.base_bytes = j->opt.base_set ? j->opt.base : j->gpu.context_bytes;
+    s->mem.blas_ws = j->gpu.cublas_ws_bytes;
     return load_models(j);
 }
 

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "allocsim.h"
 #include "losspath.h"
 
 static const char *const term_names[TERM_COUNT] = {
@@ -374,6 +375,26 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
     mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? 2 * ea : 0;
 }
 
+/* PyTorch takes a cuBLAS workspace from the caching allocator for each (handle, stream)
+ * (CublasHandlePool.cpp getNewWorkspace, torch >= 2.0; PR #124250 restored it for CUDA
+ * >= 12.2 in 2.4), and hands out one handle per (thread, device): a training step runs its
+ * forward on the Python thread and its backward on autograd's device thread, so two.
+ * Their segments come from the allocator model: off Hopper two 8.125 MiB blocks share one
+ * 20 MiB segment, on Hopper two 32 MiB blocks take 64 MiB. */
+static void blas_workspaces(uint64_t ws, struct mem_prepared *mp)
+{
+    allocsim_block blocks[8];
+    allocsim_state st;
+    const allocsim_config cfg = {0, 0, 0};
+    uint32_t h;
+    mp->ws_alloc = mp->ws_res = 0;
+    if (!ws || allocsim_init(&st, &cfg, blocks, 8) != ALLOCSIM_OK ||
+        allocsim_alloc(&st, ws, &h) != ALLOCSIM_OK || allocsim_alloc(&st, ws, &h) != ALLOCSIM_OK)
+        return;
+    mp->ws_alloc = allocsim_get_stats(&st)->allocated;
+    mp->ws_res = allocsim_get_stats(&st)->reserved;
+}
+
 bool memmodel_uses_llmem(enum stack stack, const struct mem_options *opt)
 {
     return opt->paper || stack == STACK_COLOSSAL;
@@ -395,6 +416,7 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
         return;
     }
     fixed_phases(p, c, mp);
+    blas_workspaces(opt->blas_ws, mp);
     activation_coeffs(p, c, mp);
     logits_coeffs(p, c, mp);
 }
@@ -467,14 +489,15 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
             continue;
         uint64_t *row = e->phase[ph];
         memcpy(row, mp->fixed[ph], sizeof mp->fixed[ph]);
-        row[TERM_BASE] = base;
+        row[TERM_BASE] = base + mp->ws_alloc;
         row[TERM_ACTIVATIONS] += act[ph];
         row[TERM_LOGITS] = lg[ph];
         row[TERM_COMM] += cm[ph];
-        uint64_t alloc = 0;
+        uint64_t alloc = mp->ws_alloc;
         for (int k = TERM_PARAMS; k < TERM_COUNT; k++)
             alloc += row[k];
-        const uint64_t others = mp->fixed_r[ph] + alloc_round(act[ph]) + alloc_round(cm[ph]);
+        const uint64_t others = mp->fixed_r[ph] + alloc_round(act[ph]) + alloc_round(cm[ph]) +
+                                mp->ws_res;
         e->phase_reserved[ph] = others + lg_res[ph];
         if (alloc > e->allocated)
             e->allocated = alloc;

@@ -46,6 +46,7 @@ const char *mem_phase_name(enum mem_phase p); /* "forward", "lm_head+loss", ... 
 struct mem_options {
     bool paper;          /* LLMem's equations exactly */
     uint64_t base_bytes; /* m_base: CUDA context and workspaces of the GPU */
+    uint64_t blas_ws;    /* PyTorch's cuBLAS workspace per handle (gpu.h), 0 = none */
 };
 
 /* Batch-independent part of a prediction (per model and configuration). */
@@ -67,6 +68,7 @@ struct mem_prepared {
     uint64_t comm_tok;       /* TP gather buffer per token */
     uint64_t nccl;           /* device-level NCCL buffers */
     uint64_t paged;          /* optimizer states in managed memory (outside the allocator) */
+    uint64_t ws_alloc, ws_res; /* cuBLAS workspaces: allocated, and the segments they take */
     int32_t layers, tp;      /* layers, TP degree that divides the inner activations */
     int64_t vocab, heads;
     bool ckpt, use_llmem;

@@ -37,7 +37,8 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     const char *bad = train_config_check(c, p->spec.heads, p->spec.kv_heads);
     if (bad)
         return snprintf(why, n, "invalid configuration: %s", bad), why;
-    struct mem_options mo = {vo->paper, g ? g->context_bytes : 0};
+    struct mem_options mo = {vo->paper, g ? g->context_bytes : 0,
+                             g ? g->cublas_ws_bytes : CUBLAS_WS_DEFAULT};
     if (memmodel_uses_llmem(c->stack, &mo))
         plan_chunk(p);
     struct mem_prepared mp;

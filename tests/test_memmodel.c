@@ -141,6 +141,28 @@ static void test_logits(void **state)
     assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 64000);
 }
 
+/* Two cuBLAS workspaces (forward and autograd threads). Off Hopper 2 x 8,519,680 bytes
+ * allocated = 17,039,360; the first takes a 20 MiB segment (1 to 10 MiB requests), the second
+ * is carved from its 11.875 MiB remainder: 20 MiB reserved. On Hopper 2 x 32 MiB, each its
+ * own segment: 64 MiB. */
+static void test_blas_workspace(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_options none = {.paper = false, .base_bytes = 1 << 20};
+    struct mem_options ampere = none, hopper = none;
+    ampere.blas_ws = 8519680;
+    hopper.blas_ws = 33554432;
+    struct mem_estimate e0, e1, e2;
+    memmodel_predict(&plan, &c, &none, &e0);
+    memmodel_predict(&plan, &c, &ampere, &e1);
+    memmodel_predict(&plan, &c, &hopper, &e2);
+    assert_int_equal(e1.allocated - e0.allocated, 17039360);
+    assert_int_equal(e1.reserved - e0.reserved, 20 << 20);
+    assert_int_equal(e2.reserved - e0.reserved, 64 << 20);
+    assert_int_equal(e1.device - e0.device, 20 << 20);
+}
+
 /* QLoRA r = 4 on q and v, bf16 compute, HF (adapters fp32):
  *   block Linears 73728 weights in NF4: 0.5 + 4/64 bytes each = 41472
  *   the rest (embedding, lm_head, norms) 202048 - 73728 = 128320 in bf16 = 256640
@@ -303,7 +325,7 @@ int main(void)
         cmocka_unit_test(test_optimizer_step_full_bf16),
         cmocka_unit_test(test_forward_activations),
         cmocka_unit_test(test_eager_attention),
-        cmocka_unit_test(test_logits),
+        cmocka_unit_test(test_logits), cmocka_unit_test(test_blas_workspace),
         cmocka_unit_test(test_qlora_weights),
         cmocka_unit_test(test_paged_states),
         cmocka_unit_test(test_sharding),
