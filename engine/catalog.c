@@ -132,6 +132,11 @@ static int gpu_row(const struct csv_table *t, size_t r, struct gpu_spec *g, stru
     if (wcol >= 0 && csv_get_i64(t, r, wcol, 0, INT64_C(1) << 34, &ws, e))
         return -1;
     g->cublas_ws_bytes = (uint64_t)ws;
+    int64_t nccl = (int64_t)NCCL_BYTES_DEFAULT;
+    int ncol = csv_table_col(t, "nccl_bytes");
+    if (ncol >= 0 && csv_get_i64(t, r, ncol, 0, INT64_C(1) << 40, &nccl, e))
+        return -1;
+    g->nccl_bytes = (uint64_t)nccl;
     for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++)
         if (csv_get_f64(t, r, csv_table_col(t, gpu_cols[2 + i]), 0, 1e7, rates[i], e))
             return -1;

@@ -8,6 +8,9 @@
 /* PyTorch's cuBLAS workspace per handle off Hopper: ":4096:2:16:8" = 2 x 4 MiB + 8 x 16 KiB
  * (aten/src/ATen/cuda/CublasHandlePool.cpp, parseChosenWorkspaceSize, since PR #89027). */
 #define CUBLAS_WS_DEFAULT 8519680
+/* NCCL buffers per GPU when gpus.csv does not say: 4 MiB (NCCL_BUFFSIZE) x 2 directions x 32
+ * channels, the figure the model used before the per-GPU column. */
+#define NCCL_BYTES_DEFAULT (UINT64_C(256) << 20)
 
 struct gpu_spec {
     char name[GPU_NAME_MAX];    /* e.g. H100-SXM-80GB */
@@ -18,6 +21,7 @@ struct gpu_spec {
     double interconnect_gbs;    /* per-GPU GPU-to-GPU bandwidth within a node, GB/s */
     uint64_t context_bytes;     /* CUDA context + library workspaces (LLMem's m_base) */
     uint64_t cublas_ws_bytes;   /* PyTorch's cuBLAS workspace per handle (inside reserved) */
+    uint64_t nccl_bytes;        /* NCCL buffers of one communicator per GPU (outside it) */
 };
 
 #endif

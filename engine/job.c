@@ -131,6 +131,7 @@ int job_init(struct job *j, const struct options *o)
     s->mem.paper = j->opt.paper;
     s->mem.base_bytes = j->opt.base_set ? j->opt.base : j->gpu.context_bytes;
     s->mem.blas_ws = j->gpu.cublas_ws_bytes;
+    s->mem.nccl_bytes = j->gpu.nccl_bytes;
     return load_models(j);
 }
 

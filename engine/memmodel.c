@@ -21,9 +21,6 @@ const char *mem_term_name(enum mem_term t) { return (unsigned)t < TERM_COUNT ? t
 const char *mem_phase_name(enum mem_phase p) { return (unsigned)p < PHASE_COUNT ? phase_names[p] : "?"; }
 
 #define MIB (UINT64_C(1) << 20)
-/* NCCL keeps per-peer channel buffers: NCCL_BUFFSIZE (4 MiB) x 2 directions x up to 32
- * channels = 256 MiB per process once a communicator exists (NCCL docs, env vars). */
-#define NCCL_BUFFERS (256 * MIB)
 
 /* PyTorch's caching allocator: requests up to 1 MiB are 512-byte granules of 2 MiB
  * segments; larger ones get segments rounded up to 2 MiB (c10/cuda/CUDACachingAllocator). */
@@ -409,7 +406,7 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
     mp->vocab = p->spec.vocab;
     mp->heads = p->spec.heads;
     mp->ckpt = c->grad_ckpt;
-    mp->nccl = c->gpus > 1 ? NCCL_BUFFERS : 0;
+    mp->nccl = c->gpus > 1 ? opt->nccl_bytes : 0;
     mp->use_llmem = memmodel_uses_llmem(c->stack, opt);
     if (mp->use_llmem) {
         llmem_static(p, c, opt->base_bytes, opt->paper, &mp->llmem);

@@ -47,6 +47,7 @@ struct mem_options {
     bool paper;          /* LLMem's equations exactly */
     uint64_t base_bytes; /* m_base: CUDA context and workspaces of the GPU */
     uint64_t blas_ws;    /* PyTorch's cuBLAS workspace per handle (gpu.h), 0 = none */
+    uint64_t nccl_bytes; /* NCCL buffers of one communicator per GPU (gpu.h), outside the allocator */
 };
 
 /* Batch-independent part of a prediction (per model and configuration). */

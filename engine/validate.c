@@ -38,7 +38,8 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     if (bad)
         return snprintf(why, n, "invalid configuration: %s", bad), why;
     struct mem_options mo = {vo->paper, g ? g->context_bytes : 0,
-                             g ? g->cublas_ws_bytes : CUBLAS_WS_DEFAULT};
+                             g ? g->cublas_ws_bytes : CUBLAS_WS_DEFAULT,
+                             g ? g->nccl_bytes : NCCL_BYTES_DEFAULT};
     if (memmodel_uses_llmem(c->stack, &mo))
         plan_chunk(p);
     struct mem_prepared mp;
