@@ -387,15 +387,24 @@ static allocsim_status alloc_expandable(allocsim_state *st, bool small, uint64_t
     return ALLOCSIM_OK;
 }
 
+/* ExpandableSegment::unmap(): the whole pages inside a block, [*begin, *stop).
+ * @return whether there is at least one. */
+static bool whole_pages(const allocsim_block *b, uint64_t *begin, uint64_t *stop)
+{
+    uint64_t page = page_size(b->small);
+    *begin = round_up(b->addr, page);
+    *stop = (b->addr + b->size) / page * page;
+    return *begin < *stop;
+}
+
 /* CCA unmap_block() with ExpandableSegment::unmap(): returns the whole pages inside a free
  * block to the driver; the partial pages at either end stay as free mapped blocks.
  * @return the unmapped block, or NONE when the block holds no whole page. */
 static int32_t unmap_block(allocsim_state *st, int32_t i, allocsim_status *err)
 {
-    uint64_t page = page_size(st->blocks[i].small);
     uint64_t addr = st->blocks[i].addr, end = addr + st->blocks[i].size;
-    uint64_t begin = round_up(addr, page), stop = end / page * page;
-    if (begin >= stop)
+    uint64_t begin, stop;
+    if (!whole_pages(&st->blocks[i], &begin, &stop))
         return NONE;
     if (st->n_free < 2) {
         *err = ALLOCSIM_WORKSPACE;
@@ -460,9 +469,8 @@ uint64_t allocsim_releasable(const allocsim_state *st)
                 bytes += b->size;
             continue;
         }
-        const uint64_t page = page_size(b->small);
-        const uint64_t lo = round_up(b->addr, page), hi = (b->addr + b->size) / page * page;
-        if (hi > lo)
+        uint64_t lo, hi;
+        if (whole_pages(b, &lo, &hi))
             bytes += hi - lo;
     }
     return bytes;

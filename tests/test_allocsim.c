@@ -104,9 +104,11 @@ static void test_large_request_split_then_fragmentation(void **state)
     expect(&st, 100 * MiB, 100 * MiB, 1); /* >= 10 MiB: its own 100 MiB segment */
     free_ok(&st, a);
     expect(&st, 0, 100 * MiB, 1); /* cached, still reserved */
+    assert_int_equal(allocsim_releasable(&st), 100 * MiB); /* an unsplit cached segment */
     uint32_t b = alloc_ok(&st, 60 * MiB);
     assert_int_equal(allocsim_block_size(&st, b), 60 * MiB); /* split: 40 MiB > 1 MiB left */
     expect(&st, 60 * MiB, 100 * MiB, 1);
+    assert_int_equal(allocsim_releasable(&st), 0); /* the free 40 MiB is part of a split one */
     alloc_ok(&st, 80 * MiB);
     /* 40 MiB free cannot hold 80: a new 80 MiB segment, 100 + 80 = 180 reserved */
     expect(&st, 140 * MiB, 180 * MiB, 2);
@@ -221,6 +223,9 @@ static void test_expandable_unmap_and_gap_fill(void **state)
     uint32_t b = alloc_ok(&st, 10 * MiB);
     expect(&st, 110 * MiB, 120 * MiB, 1); /* one more 20 MiB page, 10 MiB of it free */
     free_ok(&st, a);
+    /* releasable: the free 100 MiB are five whole pages; the free 10 MiB shares its
+     * page with b */
+    assert_int_equal(allocsim_releasable(&st), 100 * MiB);
     assert_int_equal(allocsim_empty_cache(&st), ALLOCSIM_OK);
     /* pages 0..4 (100 MiB) were free and are unmapped; the free 10 MiB shares a page
      * with b and stays */

@@ -1,6 +1,7 @@
 /* fuzz_allocsim.c: random allocation traces on the caching-allocator model. Whatever the
  * sequence, no crash and the invariants hold after every step: allocated <= reserved,
- * reserved <= capacity when set, the blocks sum to both counters (allocsim_check).
+ * reserved <= capacity when set, the blocks sum to both counters (allocsim_check), and
+ * empty_cache releases what allocsim_releasable() reported.
  *
  * Input: byte 0 picks the configuration (bit 0 expandable, bits 1-2 max_split_size,
  * bits 3-4 capacity); then 4-byte steps: op (bits 0-1: alloc, free, empty_cache, reset
@@ -56,8 +57,11 @@ static void step(allocsim_state *st, const uint8_t *p, uint32_t *live)
         }
         break;
     case 2: {
+        /* empty_cache gives back exactly what allocsim_releasable() announced */
+        uint64_t before = allocsim_get_stats(st)->reserved, r = allocsim_releasable(st);
         allocsim_status s = allocsim_empty_cache(st);
-        require(s == ALLOCSIM_OK || s == ALLOCSIM_WORKSPACE);
+        require(s == ALLOCSIM_WORKSPACE ||
+                (s == ALLOCSIM_OK && allocsim_get_stats(st)->reserved == before - r));
         break;
     }
     default:
