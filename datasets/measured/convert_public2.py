@@ -44,9 +44,10 @@ FEATURE_ORDER = [
     "selective-ac", "float8", "context-parallel", "pipeline-parallel",
 ]
 
-# id prefix -> stack (torchtitan is not a stack the model knows)
+# id prefix -> stack (torchtitan is not a stack the model knows). ms-swift 1.5 pins
+# transformers>=4.33,<4.37 (requirements/framework.txt @019ebebb): the hf-4.31 profile.
 SOURCES = {
-    "SWB": "hf",
+    "SWB": "hf-4.31",
     "TT": "torchtitan",
     "TTB": "torchtitan",
     "AOF8": "torchtitan",
@@ -68,10 +69,12 @@ PRECISION_MAP = {
     "bf16 (mixed: FSDP2 MixedPrecisionPolicy param=bf16 reduce=fp32; fp32 master params)":
         ("bf16", []),
     "bf16 (mixed: FSDP2 param=bf16 reduce=fp32; fp32 master params)": ("bf16", []),
-    # ms-swift loads the model in bf16 (dtype AUTO on A100) and swift's LoRA is PEFT 0.7's
-    # layer, which casts the adapters to the base weight's dtype: everything trained and its
-    # AdamW states are bf16 (pure bf16), not the fp32 adapters of current PEFT
-    "bf16 (bf16 frozen base; Trainer bf16 autocast)": ("bf16-pure", ["adapter-bf16"]),
+    # ms-swift loads the model in bf16 (dtype AUTO on A100) and trains under Trainer bf16=True,
+    # i.e. accelerate's bf16 autocast and its fp32 output conversion: `bf16`, as PEFT-MM and
+    # PEFT-DOC in public.csv. swift's LoRA is PEFT 0.7's layer, which casts the adapters to
+    # the base weight's dtype (adapter-bf16); `bf16` still counts the trained adapters and
+    # their AdamW states at 4 bytes (README.md, public-2.csv)
+    "bf16 (bf16 frozen base; Trainer bf16 autocast)": ("bf16", ["adapter-bf16"]),
 }
 
 # lora_targets: swift module names on Qwen v1 -> roles. c_attn is q, k and v in one Linear;
@@ -206,7 +209,7 @@ def convert_row(row):
     metric = lookup(METRIC_MAP, row["metric"], rid, "metric")
     gpu = lookup(GPU_MAP, row["gpu"], rid, "gpu")
     notes = [parts[0]] + ([] if gpu else ["gpu: " + row["gpu"]])
-    if stack == "hf":
+    if stack == "hf-4.31":
         framework = lookup(FRAMEWORK_MAP, row["framework"], rid, "framework")
         attention, f = swb_fields(row, parts)
         feats += f
