@@ -213,10 +213,17 @@ def convert_row(row):
         framework = lookup(FRAMEWORK_MAP, row["framework"], rid, "framework")
         attention, f = swb_fields(row, parts)
         feats += f
-        # truncated at max_length; the longest batch reaches it (input notes): the peak
-        # length is known, the batches still vary in length
+        # The published numbers were run with truncation 'delete', not truncation_left as the
+        # input notes say: ms-swift 018ee833 (2024-01-02) removed truncation_left from
+        # scripts/benchmark/test_memory_time/run_single.py, so SftArguments' default drops
+        # samples longer than max_length (argument.py L68-69, template.py L219-222 @97e4d198)
+        # and kept lengths spread over [91, cap]; the doc got these values the same day
+        # (306fa15a) and lost its truncation_left line the next (a5cea945). The longest kept
+        # sample still reaches about the cap; the batches vary in length.
         seq_kind, data = "exact", "variable"
         notes += [p for p in parts[1:] if p not in SWB_ATTN]
+        notes += ["conversion: run with truncation 'delete' (ms-swift 018ee833), not "
+                  "truncation_left: samples above max_length dropped, lengths vary per step"]
     else:
         framework, f = titan_framework(row["framework"], rid)
         feats += f
