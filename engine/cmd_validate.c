@@ -9,11 +9,12 @@
 #include "commands.h"
 #include "report.h"
 #include "validate.h"
+#include "validate_band.h"
 
 struct vargs {
     const char *measured[64];
     int nmeasured;
-    const char *out, *rules, *data;
+    const char *out, *rules, *data, *write_band;
     bool paper, summary_only;
     double fail_above; /* median |error| bound in %, < 0 = none */
 };
@@ -27,12 +28,16 @@ static int parse_args(int argc, char **argv, struct vargs *a)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             puts("usage: llmem-sweep validate --measured FILE.csv... [--out FILE.csv] [--rules PATH]\n"
                  "                            [--summary] [--fail-above PCT] [--paper] [--data DIR]\n"
+                 "                            [--write-band FILE.csv]\n"
                  "Predicts each measured row for its metric (allocated, reserved, device,\n"
                  "reserved-delta) and prints predicted / measured / error per row and a summary\n"
                  "per source. Rows measured below what their own configuration must hold\n"
                  "(weights + gradients + optimizer states, or block inputs at the end of forward)\n"
                  "are marked inconsistent and left out of the summary. --fail-above exits 1 when\n"
-                 "the median absolute error exceeds PCT.");
+                 "the median absolute error exceeds PCT. Each predicted row gets an error band\n"
+                 "from the other sources' residuals (leave-one-source-out); its coverage and\n"
+                 "width are printed per source. --write-band writes the band table of all rows\n"
+                 "(what the sweep reads from datasets/band.csv).");
             return -1;
         }
         if (!strcmp(argv[i], "--paper") || !strcmp(argv[i], "--summary")) {
@@ -52,6 +57,8 @@ static int parse_args(int argc, char **argv, struct vargs *a)
             a->rules = v;
         else if (!strcmp(argv[i - 1], "--data"))
             a->data = v;
+        else if (!strcmp(argv[i - 1], "--write-band"))
+            a->write_band = v;
         else if (!strcmp(argv[i - 1], "--fail-above")) {
             char *end;
             a->fail_above = strtod(v, &end);
@@ -205,7 +212,7 @@ static int write_csv(const char *path, const struct validate_row *rows, size_t n
     }
     /* DESIGN.md's columns, then the throughput (an extension: README) */
     fputs("file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status,"
-          "measured_tokens_s_gpu,predicted_tokens_s_gpu\n", f);
+          "measured_tokens_s_gpu,predicted_tokens_s_gpu,predicted_lo_gib,predicted_hi_gib\n", f);
     for (size_t i = 0; i < n; i++) {
         const struct validate_row *r = &rows[i];
         bool ok = !strcmp(r->status, "ok") || is_inconsistent(r);
@@ -221,7 +228,11 @@ static int write_csv(const char *path, const struct validate_row *rows, size_t n
             fputs(",,", f);
         csv_fwrite(f, r->status, strlen(r->status));
         if (r->predicted_tps > 0)
-            fprintf(f, ",%.0f,%.0f\n", r->measured_tps, r->predicted_tps);
+            fprintf(f, ",%.0f,%.0f", r->measured_tps, r->predicted_tps);
+        else
+            fputs(",,", f);
+        if (ok && r->band.level >= 0) /* the band (validate_band.h) */
+            fprintf(f, ",%.3f,%.3f\n", r->predicted_gib * r->band.lo, r->predicted_gib * r->band.hi);
         else
             fputs(",,\n", f);
     }
@@ -259,15 +270,18 @@ int cmd_validate(int argc, char **argv)
             n += (size_t)got;
         }
     }
-    if (!rows)
+    if (!rows || (!rc && validate_band_rows(rows, n) != 0))
         rc = EXIT_IO;
     if (!rc) {
         if (!a.summary_only)
             print_rows(rows, n);
         print_summary(rows, n);
         print_speed(rows, n, a.summary_only);
+        validate_band_print(rows, n);
         if (a.out)
             rc = write_csv(a.out, rows, n);
+        if (!rc && a.write_band)
+            rc = validate_band_write(rows, n, a.write_band);
     }
     if (!rc && a.fail_above >= 0) {
         struct stats s = summarize(rows, n, NULL, NULL);

@@ -102,6 +102,7 @@ static int predict_row(const struct csv_table *t, size_t r, const struct validat
         return -1;
     if (rc > 0)
         skip = why;
+    out->key = band_key_of(&c);
     if (!skip && out->measured_gib <= 0)
         skip = "no measured value";
     if (!skip && measured_row_model(t->path, out->model, vo->cat, &m) != 0)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "band.h"
 #include "catalog.h"
 #include "csv_table.h"
 #include "memmodel.h"
@@ -29,6 +30,8 @@ struct validate_row {
     char status[160];  /* "ok", "skipped: <reason>" or "inconsistent: <reason>" */
     char phase[32];
     char grade[8];
+    struct band_key key; /* the row's band group (band.h) */
+    struct band band;    /* its band, leave-one-source-out (validate_band.h); level -1: none */
 };
 
 #define VALIDATE_ROW_MAX 4096

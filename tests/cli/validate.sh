@@ -8,7 +8,7 @@ tail -17 "$TMP/report.txt"
 rows=$(($(wc -l < "$PROJECT/datasets/measured/public.csv") - 1))
 got=$(($(wc -l < "$TMP/v.csv") - 1))
 [ "$rows" = "$got" ] || fail "validate wrote $got rows for $rows measured rows"
-head -1 "$TMP/v.csv" | grep -qx 'file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status,measured_tokens_s_gpu,predicted_tokens_s_gpu' \
+head -1 "$TMP/v.csv" | grep -qx 'file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status,measured_tokens_s_gpu,predicted_tokens_s_gpu,predicted_lo_gib,predicted_hi_gib' \
   || fail "validation CSV header (DESIGN.md's columns, then the throughput extension)"
 # the speed model against the throughput the torchtune tables print
 grep -q '^speed (tokens/s per GPU): [0-9]* rows, median |error|' "$TMP/report.txt" \

@@ -1,0 +1,256 @@
+/* band.c: error bands from validation residuals (see band.h). */
+#include "band.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "csv_table.h"
+
+struct band_key band_key_of(const struct train_config *c)
+{
+    return (struct band_key){(int)c->stack, (int)c->finetune, (int)c->data};
+}
+
+/* The key with the fields a level leaves open set to BAND_ANY. */
+static struct band_key masked(struct band_key k, int level)
+{
+    if (level >= BAND_STACK_FT)
+        k.data = BAND_ANY;
+    if (level >= BAND_STACK)
+        k.finetune = BAND_ANY;
+    if (level >= BAND_ALL)
+        k.stack = BAND_ANY;
+    return k;
+}
+
+static bool key_eq(struct band_key a, struct band_key b)
+{
+    return a.stack == b.stack && a.finetune == b.finetune && a.data == b.data;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static bool seen_source(const struct band_sample *s, const size_t *idx, size_t m, const char *src)
+{
+    for (size_t j = 0; j < m; j++)
+        if (!strcmp(s[idx[j]].source, src))
+            return true;
+    return false;
+}
+
+/* The band of one group (level, key masked to it); false when it is too small. */
+static bool group_band(const struct band_sample *s, size_t n, struct band_key key, int level,
+                       const char *exclude, double *ratios, size_t *idx, struct band *b)
+{
+    struct band_key want = masked(key, level);
+    size_t m = 0, sources = 0;
+    for (size_t i = 0; i < n; i++) {
+        if ((exclude && !strcmp(s[i].source, exclude)) || !key_eq(masked(s[i].key, level), want))
+            continue;
+        sources += !seen_source(s, idx, m, s[i].source);
+        idx[m] = i;
+        ratios[m++] = s[i].ratio;
+    }
+    if (m < BAND_MIN_ROWS || sources < BAND_MIN_SOURCES)
+        return false;
+    qsort(ratios, m, sizeof *ratios, cmp_double);
+    /* split-conformal ranks: [r_(k), r_(m+1-k)] holds a new exchangeable residual with
+     * probability >= 1 - 2k/(m+1) >= 0.90 */
+    size_t k = (size_t)floor(0.05 * (double)(m + 1));
+    b->lo = fmin(1.0, ratios[k - 1]);
+    b->hi = fmax(1.0, ratios[m - k]);
+    b->level = level;
+    b->rows = (int)m;
+    b->sources = (int)sources;
+    return true;
+}
+
+void band_from_samples(const struct band_sample *s, size_t n, struct band_key key,
+                       const char *exclude, struct band *b)
+{
+    *b = (struct band){1.0, 1.0, -1, 0, 0};
+    double *ratios = malloc((n ? n : 1) * sizeof *ratios);
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    for (int level = 0; ratios && idx && level < BAND_LEVELS; level++)
+        if (group_band(s, n, key, level, exclude, ratios, idx, b))
+            break;
+    free(ratios);
+    free(idx);
+}
+
+/* --- the table ---------------------------------------------------------------------- */
+
+static bool table_has(const struct band_table *t, struct band_key k, int level)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->bands[i].level == level && key_eq(t->keys[i], k))
+            return true;
+    return false;
+}
+
+static int key_cmp(const struct band_key *a, int la, const struct band_key *b, int lb)
+{
+    if (la != lb)
+        return la - lb;
+    if (a->stack != b->stack)
+        return a->stack - b->stack;
+    if (a->finetune != b->finetune)
+        return a->finetune - b->finetune;
+    return a->data - b->data;
+}
+
+/* Insertion sort by (level, key): a stable, documented order for the file. */
+static void table_sort(struct band_table *t)
+{
+    for (size_t i = 1; i < t->n; i++)
+        for (size_t j = i; j > 0 && key_cmp(&t->keys[j], t->bands[j].level, &t->keys[j - 1],
+                                            t->bands[j - 1].level) < 0; j--) {
+            struct band_key k = t->keys[j];
+            struct band b = t->bands[j];
+            t->keys[j] = t->keys[j - 1], t->bands[j] = t->bands[j - 1];
+            t->keys[j - 1] = k, t->bands[j - 1] = b;
+        }
+}
+
+int band_table_build(const struct band_sample *s, size_t n, struct band_table *t)
+{
+    memset(t, 0, sizeof *t);
+    size_t cap = n * BAND_LEVELS + 1;
+    t->keys = malloc(cap * sizeof *t->keys);
+    t->bands = malloc(cap * sizeof *t->bands);
+    double *ratios = malloc((n ? n : 1) * sizeof *ratios);
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    int rc = t->keys && t->bands && ratios && idx ? 0 : -1;
+    for (size_t i = 0; !rc && i < n; i++)
+        for (int level = 0; level < BAND_LEVELS; level++) {
+            struct band_key k = masked(s[i].key, level);
+            struct band b;
+            if (!table_has(t, k, level) && group_band(s, n, k, level, NULL, ratios, idx, &b)) {
+                t->keys[t->n] = k;
+                t->bands[t->n++] = b;
+            }
+        }
+    free(ratios);
+    free(idx);
+    if (rc)
+        band_table_free(t);
+    else
+        table_sort(t);
+    return rc;
+}
+
+void band_table_free(struct band_table *t)
+{
+    free(t->keys);
+    free(t->bands);
+    memset(t, 0, sizeof *t);
+}
+
+struct band band_lookup(const struct band_table *t, const struct train_config *c)
+{
+    struct band_key k = band_key_of(c);
+    for (int level = 0; t && level < BAND_LEVELS; level++)
+        for (size_t i = 0; i < t->n; i++)
+            if (t->bands[i].level == level && key_eq(t->keys[i], masked(k, level)))
+                return t->bands[i];
+    return (struct band){1.0, 1.0, -1, 0, 0};
+}
+
+uint64_t band_scale(uint64_t peak, double factor)
+{
+    double v = ceil((double)peak * factor);
+    return v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
+}
+
+/* --- the file ----------------------------------------------------------------------- */
+
+static const char *const band_columns[] = {"stack", "finetune", "data", "rows", "sources", "lo",
+                                           "hi", NULL};
+
+static void put_name(FILE *f, int v, const char *(*name)(int))
+{
+    fprintf(f, "%s,", v == BAND_ANY ? "*" : name(v));
+}
+
+static const char *stack_n(int v) { return stack_name((enum stack)v); }
+static const char *finetune_n(int v) { return finetune_name((enum finetune)v); }
+static const char *data_n(int v) { return data_shape_name((enum data_shape)v); }
+
+int band_table_write(const struct band_table *t, FILE *f)
+{
+    fputs("stack,finetune,data,rows,sources,lo,hi\n", f);
+    for (size_t i = 0; i < t->n; i++) {
+        const struct band *b = &t->bands[i];
+        put_name(f, t->keys[i].stack, stack_n);
+        put_name(f, t->keys[i].finetune, finetune_n);
+        put_name(f, t->keys[i].data, data_n);
+        /* lo rounded down and hi up, so the file's band never narrows the computed one */
+        fprintf(f, "%d,%d,%.4f,%.4f\n", b->rows, b->sources, floor(b->lo * 1e4) / 1e4,
+                ceil(b->hi * 1e4) / 1e4);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+/* A key cell: "*" or a name parse() knows. */
+static int key_cell(const struct csv_table *ct, size_t r, const char *col, int (*parse)(const char *),
+                    int *out, struct input_error *e)
+{
+    int c = csv_table_col(ct, col);
+    const char *v = ct->cells[r][c];
+    *out = !strcmp(v, "*") ? BAND_ANY : parse(v);
+    return *out == -1 && strcmp(v, "*") ? csv_cell_error(ct, r, c, e, "unknown %s '%s'", col, v) : 0;
+}
+
+/* The level a key stands for: open fields only from the finest down. */
+static int key_level(struct band_key k)
+{
+    for (int level = 0; level < BAND_LEVELS; level++)
+        if (key_eq(masked(k, level), k))
+            return level;
+    return BAND_ALL;
+}
+
+static int read_row(const struct csv_table *ct, size_t r, struct band_key *k, struct band *b,
+                    struct input_error *e)
+{
+    int64_t rows, sources;
+    if (key_cell(ct, r, "stack", stack_parse, &k->stack, e) ||
+        key_cell(ct, r, "finetune", finetune_parse, &k->finetune, e) ||
+        key_cell(ct, r, "data", data_shape_parse, &k->data, e) ||
+        csv_get_i64(ct, r, csv_table_col(ct, "rows"), 1, 1000000, &rows, e) ||
+        csv_get_i64(ct, r, csv_table_col(ct, "sources"), 1, 1000000, &sources, e) ||
+        csv_get_f64(ct, r, csv_table_col(ct, "lo"), 1e-3, 1.0, &b->lo, e) ||
+        csv_get_f64(ct, r, csv_table_col(ct, "hi"), 1.0, 1e3, &b->hi, e))
+        return -1;
+    b->rows = (int)rows;
+    b->sources = (int)sources;
+    b->level = key_level(*k);
+    if (!key_eq(masked(*k, b->level), *k))
+        return csv_cell_error(ct, r, csv_table_col(ct, "stack"), e,
+                              "a group leaves open the fields after the first '*'");
+    return 0;
+}
+
+int band_table_read(const char *path, struct band_table *t, struct input_error *e)
+{
+    struct csv_table ct;
+    memset(t, 0, sizeof *t);
+    if (csv_table_read(path, &ct, e) != 0)
+        return -1;
+    int rc = csv_table_require(&ct, band_columns, e);
+    t->keys = malloc((ct.nrows + 1) * sizeof *t->keys);
+    t->bands = malloc((ct.nrows + 1) * sizeof *t->bands);
+    if (!rc && (!t->keys || !t->bands))
+        rc = input_error_set(e, EXIT_IO, path, 0, NULL, "out of memory");
+    for (size_t r = 0; !rc && r < ct.nrows; r++, t->n++)
+        rc = read_row(&ct, r, &t->keys[t->n], &t->bands[t->n], e);
+    csv_table_free(&ct);
+    if (rc)
+        band_table_free(t);
+    return rc;
+}

@@ -1,0 +1,79 @@
+/* band.h: the known error of a prediction (DESIGN.md section 6.3): a band [lo, hi] around
+ * every predicted peak, as factors of the prediction, from validate's residuals on measured
+ * data (README "Error band").
+ *
+ * A residual is the ratio measured / predicted of one measured row. Rows are grouped by
+ * what the configuration fixes before any micro-batch or sequence is chosen (stack,
+ * fine-tuning mode, data shape), from the finest group to all rows; a group is used when
+ * it holds at least BAND_MIN_ROWS residuals from at least BAND_MIN_SOURCES sources. Its
+ * band is the pair of order statistics that is a distribution-free 90 % prediction
+ * interval for one more exchangeable residual (split conformal): the k-th smallest and
+ * k-th largest with k = floor(0.05 (n + 1)), widened to contain 1 (the point prediction).
+ * Because a group's factors do not depend on micro-batch or sequence, the band's upper end
+ * is monotone in the peak wherever the peak is, and the sweep's pruning stays exact. */
+#ifndef LLMEM_BAND_H
+#define LLMEM_BAND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "train.h"
+
+#define BAND_MIN_ROWS 19   /* the smallest n with k = floor(0.05 (n + 1)) >= 1 */
+#define BAND_MIN_SOURCES 3 /* the spread to cover is between sources: one or two is no sample */
+#define BAND_ANY (-1)      /* a key field that the group leaves open */
+
+/* Levels, finest first: stack+finetune+data, stack+finetune, stack, all. */
+enum band_level { BAND_STACK_FT_DATA, BAND_STACK_FT, BAND_STACK, BAND_ALL, BAND_LEVELS };
+
+struct band_key {
+    int stack, finetune, data; /* enum stack, enum finetune, enum data_shape, or BAND_ANY */
+};
+
+/* One residual of validate: a measured row's ratio and where it came from. */
+struct band_sample {
+    struct band_key key;
+    const char *source; /* the row's source (validate's id prefix) */
+    double ratio;       /* measured / predicted, > 0 */
+};
+
+struct band {
+    double lo, hi;      /* factors of the prediction, lo <= 1 <= hi */
+    int level;          /* enum band_level of the group used; -1: no band */
+    int rows, sources;  /* the group's size */
+};
+
+/* The key of a configuration. */
+struct band_key band_key_of(const struct train_config *c);
+
+/* The band of key from samples[0..n), leaving out every sample whose source is exclude
+ * (NULL: none). b->level is -1 when no group holds enough samples. */
+void band_from_samples(const struct band_sample *s, size_t n, struct band_key key,
+                       const char *exclude, struct band *b);
+
+/* The band table: every group, at every level, that the samples support. */
+struct band_table {
+    struct band_key *keys;
+    struct band *bands;
+    size_t n;
+};
+
+/* Builds the table from all samples (no source left out). Returns 0, or -1 without memory. */
+int band_table_build(const struct band_sample *s, size_t n, struct band_table *t);
+void band_table_free(struct band_table *t);
+/* Writes the table as CSV (`level,stack,finetune,data,rows,sources,lo,hi`); 0 or -1. */
+int band_table_write(const struct band_table *t, FILE *f);
+/* Reads a band CSV written by band_table_write. Returns 0, or -1 with e. */
+int band_table_read(const char *path, struct band_table *t, struct input_error *e);
+
+/* Per configuration (never per point): the band of the finest group that matches c; a
+ * band with level -1 and factors 1 when the table has none (or t is NULL). */
+struct band band_lookup(const struct band_table *t, const struct train_config *c);
+
+/* peak x factor, rounded up to whole bytes (saturating). */
+uint64_t band_scale(uint64_t peak, double factor);
+
+#endif
