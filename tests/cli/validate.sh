@@ -13,7 +13,7 @@ head -1 "$TMP/v.csv" | grep -qx 'file,line,source,model,metric,measured_gib,pred
 # the speed model against the throughput the torchtune tables print
 grep -q '^speed (tokens/s per GPU): [0-9]* rows, median |error|' "$TMP/report.txt" \
   || fail "no speed summary"
-grep -q '"TTF","meta-llama/Llama-3.2-3B-Instruct",allocated,60.000,.*,7075,[0-9][0-9]*$' "$TMP/v.csv" \
+grep -q '"TTF","meta-llama/Llama-3.2-3B-Instruct",allocated,60.000,.*,7075,[0-9][0-9]*,[0-9.]*,[0-9.]*$' "$TMP/v.csv" \
   || fail "TTF-02's throughput and its prediction in the CSV"
 grep -q 'skipped: ' "$TMP/v.csv" || fail "no skipped rows listed with a reason"
 # issue 4: no grade A/B row beyond 30 % (rows measured below their own configuration's
