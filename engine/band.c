@@ -161,6 +161,18 @@ struct band band_lookup(const struct band_table *t, const struct train_config *c
     return (struct band){1.0, 1.0, -1, 0, 0};
 }
 
+void band_group_name(const struct band *b, const struct train_config *c, char *buf, size_t n)
+{
+    if (b->level < 0) {
+        snprintf(buf, n, "none");
+        return;
+    }
+    struct band_key k = masked(band_key_of(c), b->level);
+    snprintf(buf, n, "%s/%s/%s", k.stack == BAND_ANY ? "*" : stack_name(c->stack),
+             k.finetune == BAND_ANY ? "*" : finetune_name(c->finetune),
+             k.data == BAND_ANY ? "*" : data_shape_name(c->data));
+}
+
 uint64_t band_scale(uint64_t peak, double factor)
 {
     double v = ceil((double)peak * factor);
@@ -206,13 +218,13 @@ static int key_cell(const struct csv_table *ct, size_t r, const char *col, int (
     return *out == -1 && strcmp(v, "*") ? csv_cell_error(ct, r, c, e, "unknown %s '%s'", col, v) : 0;
 }
 
-/* The level a key stands for: open fields only from the finest down. */
+/* The level a key stands for: the first open field from the coarsest down. */
 static int key_level(struct band_key k)
 {
-    for (int level = 0; level < BAND_LEVELS; level++)
-        if (key_eq(masked(k, level), k))
-            return level;
-    return BAND_ALL;
+    return k.stack == BAND_ANY      ? BAND_ALL
+           : k.finetune == BAND_ANY ? BAND_STACK
+           : k.data == BAND_ANY     ? BAND_STACK_FT
+                                    : BAND_STACK_FT_DATA;
 }
 
 static int read_row(const struct csv_table *ct, size_t r, struct band_key *k, struct band *b,

@@ -73,6 +73,10 @@ int band_table_read(const char *path, struct band_table *t, struct input_error *
  * band with level -1 and factors 1 when the table has none (or t is NULL). */
 struct band band_lookup(const struct band_table *t, const struct train_config *c);
 
+/* The group of band b for configuration c as "stack/finetune/data" with '*' for what the
+ * group leaves open (stack hf alone: "hf", then two stars), or "none". */
+void band_group_name(const struct band *b, const struct train_config *c, char *buf, size_t n);
+
 /* peak x factor, rounded up to whole bytes (saturating). */
 uint64_t band_scale(uint64_t peak, double factor);
 

@@ -52,6 +52,31 @@ static int single_config(const struct options *o, struct train_config *c)
 
 static double mib(uint64_t b) { return (double)b / 1048576.0; }
 
+/* The error band beside the peak (README "Error band"). */
+static void print_band(const struct job *j, const struct sweep_point *pt)
+{
+    char group[64];
+    band_group_name(&pt->band, &pt->cfg, group, sizeof group);
+    if (pt->band.level < 0) {
+        printf("\nband       none (%s has no band for this configuration)",
+               j->sweep.band ? "band.csv" : "the data folder has no band.csv, so it");
+        return;
+    }
+    printf("\nband       %.3f .. %.3f GiB (x%.3f .. x%.3f; group %s: %d measured rows, %d sources)",
+           units_gib(pt->peak_lo), units_gib(pt->peak_hi), pt->band.lo, pt->band.hi, group,
+           pt->band.rows, pt->band.sources);
+}
+
+static json_t *band_json(const struct job *j, const struct sweep_point *pt)
+{
+    char group[64];
+    band_group_name(&pt->band, &pt->cfg, group, sizeof group);
+    return json_pack("{sIsIsfsfsssisisssI}", "lo_bytes", (json_int_t)pt->peak_lo, "hi_bytes",
+                     (json_int_t)pt->peak_hi, "lo_factor", pt->band.lo, "hi_factor", pt->band.hi,
+                     "group", group, "rows", pt->band.rows, "sources", pt->band.sources, "margin",
+                     j->opt.margin_pct < 0 ? "auto" : "pct", "fit_bytes", (json_int_t)pt->fit_peak);
+}
+
 static void print_text(const struct job *j, const struct sweep_point *pt, const struct model_plan *p)
 {
     const struct train_config *c = &pt->cfg;
@@ -96,6 +121,7 @@ static void print_text(const struct job *j, const struct sweep_point *pt, const 
     else
         printf("\npeak       %.3f GiB device (%.3f reserved, %.3f allocated) at %s", units_gib(pt->peak),
                units_gib(e->reserved), units_gib(e->allocated), mem_phase_name(e->peak_phase));
+    print_band(j, pt);
     if (!j->opt.paper && c->stack != STACK_COLOSSAL) {
         struct loss_cost lc;
         enum loss_path lp = losspath_select(c, p->spec.model_type);
@@ -107,8 +133,14 @@ static void print_text(const struct job *j, const struct sweep_point *pt, const 
     printf("\nstep       %.4f s (compute %.4f, memory %.4f, communication %.4f), %.1f tokens/s\n",
            pt->speed.step_time_s, pt->speed.compute_s, pt->speed.memory_s, pt->speed.comm_s,
            pt->speed.tokens_per_s);
-    printf("verdict    %s: %.2f GiB headroom of %.2f GiB\n", pt->fits ? "fits" : "DOES NOT FIT",
+    printf("verdict    %s: %.2f GiB headroom of %.2f GiB", pt->fits ? "fits" : "DOES NOT FIT",
            units_gib(j->sweep.budget) - units_gib(pt->peak), units_gib(j->sweep.budget));
+    if (j->opt.margin_pct < 0)
+        printf(" (the band's upper end, %.2f GiB, must fit)\n", units_gib(pt->fit_peak));
+    else if (j->opt.margin_pct > 0)
+        printf(" (the peak + %g %%, %.2f GiB, must fit)\n", j->opt.margin_pct, units_gib(pt->fit_peak));
+    else
+        putchar('\n');
 }
 
 static json_t *terms_json(const struct llmem_terms *t)
@@ -161,6 +193,7 @@ static int print_json(const struct job *j, const struct sweep_point *pt, const s
         "budget_bytes", (json_int_t)j->sweep.budget, "fits", pt->fits, "rule",
         pt->rule >= 0 ? rules_label(j->sweep.rules, pt->rule) : "");
     json_object_set_new(root, "speed", speed);
+    json_object_set_new(root, "band", band_json(j, pt));
     int rc = root ? json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
     json_decref(root);
     putchar('\n');

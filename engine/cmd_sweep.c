@@ -75,6 +75,11 @@ static void explain_miss(const struct sweep *s, const struct sweep_result *res)
             c->seq_len, precision_name(c->precision), finetune_name(c->finetune),
             units_gib(pt.peak), mem_phase_name(pt.mem.peak_phase), mem_term_name((enum mem_term)big),
             units_gib(terms[big]));
+    if (pt.peak <= s->budget) /* the margin, not the prediction, rejects it */
+        fprintf(stderr, "llmem-sweep: it fits on the point prediction alone (%.2f GiB), not with "
+                        "the margin (%.2f GiB%s); --margin 0 accepts it\n",
+                units_gib(pt.peak), units_gib(pt.fit_peak),
+                s->opt->margin_pct < 0 ? ", the error band's upper end" : "");
 }
 
 int cmd_sweep(int argc, char **argv)

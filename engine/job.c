@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "devices.h"
 #include "hf_config.h"
@@ -105,6 +106,23 @@ static int load_models(struct job *j)
     return 0;
 }
 
+/* The error bands of the data folder (README "Error band"); a folder without band.csv
+ * (a private catalog) has none: bands of width 0, and --margin auto is the prediction. */
+static int load_band(struct job *j, const char *dir)
+{
+    char path[4096];
+    struct input_error e;
+    snprintf(path, sizeof path, "%s/band.csv", dir);
+    if (access(path, F_OK) != 0)
+        return 0;
+    if (band_table_read(path, &j->band, &e) != 0) {
+        input_error_print(&e);
+        return e.code;
+    }
+    j->sweep.band = &j->band;
+    return 0;
+}
+
 int job_init(struct job *j, const struct options *o)
 {
     struct input_error e;
@@ -118,7 +136,7 @@ int job_init(struct job *j, const struct options *o)
         return e.code;
     }
     int rc = resolve_gpu(j);
-    if (rc)
+    if (rc || (rc = load_band(j, dir)))
         return rc;
     if (o->rules && rules_load(o->rules, &j->sweep.rules, &e) != 0) {
         input_error_print(&e);
@@ -158,5 +176,6 @@ void job_free(struct job *j)
     free(j->sweep.rule_binding);
     space_free(&j->sweep.space);
     rules_free(j->sweep.rules);
+    band_table_free(&j->band);
     catalog_free(&j->cat);
 }

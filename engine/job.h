@@ -18,6 +18,7 @@ struct job {
     struct gpu_spec gpu;
     bool budget_from_device; /* the budget is the local GPU's total memory */
     char gpu_note[200];      /* how the GPU was chosen, for reports */
+    struct band_table band;  /* <data>/band.csv; empty when the folder has none */
     struct sweep sweep;
 };
 

@@ -157,6 +157,19 @@ static int parse_shard(const char *s, struct options *o)
     return 0;
 }
 
+/* --margin auto|PCT: auto is -1; PCT a percentage in [0, 1000]. */
+static int parse_margin(const char *v, double *pct)
+{
+    char *end;
+    if (!strcmp(v, "auto"))
+        return *pct = -1, 0;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x >= 0 && x <= 1000))
+        return -1;
+    *pct = x;
+    return 0;
+}
+
 /* One option with its value; returns 0, 1 when the option is unknown, or EXIT_USAGE. */
 static int apply_value(struct options *o, const char *name, const char *v)
 {
@@ -226,6 +239,8 @@ static int apply_value(struct options *o, const char *name, const char *v)
         rc = tmp < 0 ? -1 : 0;
         o->alloc = tmp < 0 ? o->alloc : (enum alloc_conf)tmp;
     }
+    else if (!strcmp(name, "--margin"))
+        rc = parse_margin(v, &o->margin_pct);
     else if (!strcmp(name, "--top")) {
         rc = parse_i32(v, 0, INT32_MAX, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
         o->top = i32;
@@ -269,6 +284,7 @@ int options_parse(int argc, char **argv, int first, enum options_mode mode, stru
     memset(o, 0, sizeof *o);
     o->top = 50;
     o->stack = STACK_HF;
+    o->margin_pct = -1; /* auto */
     for (int i = first; i < argc; i++) {
         char name[64];
         const char *arg = argv[i], *eq = strchr(arg, '='), *val = NULL;
@@ -391,7 +407,9 @@ void options_usage(enum options_mode mode)
           "                     sample, lengths up to --seq) or packed (every batch --seq long)\n"
           "  --alloc-conf A     default or expandable (PYTORCH_CUDA_ALLOC_CONF=\n"
           "                     expandable_segments:True)\n"
-          "  --catalog DIR      folder with models.csv and gpus.csv (--data DIR also works)\n"
+          "  --catalog DIR      folder with models.csv, gpus.csv and band.csv (--data DIR also works)\n"
+          "  --margin M         what fits: auto (default: the error band's upper end fits the\n"
+          "                     budget), PCT (the prediction + PCT %), 0 (the prediction alone)\n"
           "Exit codes: 0 ok, 1 nothing fits, 2 usage, 3 bad input file, 4 I/O error.\n",
           stdout);
 }

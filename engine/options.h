@@ -50,6 +50,8 @@ struct options {
     enum rank_mode rank;
     const char *rules;
     const char *data_dir;     /* --catalog DIR (or --data DIR, the older spelling) */
+    double margin_pct;        /* --margin: < 0 = auto (the error band's upper end fits),
+                               * else the point prediction + this many % fits; 0 = the point */
     long top;                 /* 0 = all fitting rows */
     bool all, no_prune, quiet, progress, stamp;
     int threads;              /* 0 = all cores */

@@ -151,6 +151,8 @@ struct prepared {
     struct speed_prepared speed;
     struct rules_point rules; /* the matching rule set folded to (1, b*s, b*s^2) terms */
     const struct model_plan *plan;
+    struct band band;         /* the configuration's error band */
+    double fit_factor;        /* peak x this must fit the budget (--margin) */
 };
 
 static void prepare(const struct sweep *s, const struct space_outer *o, struct prepared *pr)
@@ -164,6 +166,10 @@ static void prepare(const struct sweep *s, const struct space_outer *o, struct p
         int set = rules_prepare(s->rules, s->rule_binding[o->model], pr->plan, &pr->cfg);
         rules_compile(s->rules, set, pr->plan, &pr->cfg, &pr->rules);
     }
+    /* the band's factors are per configuration: the upper end stays monotone in the peak,
+     * so pruning on it is as exact as pruning on the peak */
+    pr->band = band_lookup(s->band, &pr->cfg);
+    pr->fit_factor = s->opt->margin_pct < 0 ? pr->band.hi : 1.0 + s->opt->margin_pct / 100.0;
 }
 
 /* Peak of the point in pr->cfg; *rule gets the binding rule candidate or -1. */
@@ -218,7 +224,7 @@ static bool sweep_outer(const struct sweep *s, size_t oi, struct worker *w)
             pr.cfg.micro_batch = sp->batch[bi];
             struct sweep_hit hit = {.index = base + (uint64_t)si * (uint64_t)sp->nbatch + (uint64_t)bi};
             hit.peak = point_peak(s, &pr, &e, &rule);
-            hit.fits = hit.peak <= s->budget;
+            hit.fits = band_scale(hit.peak, pr.fit_factor) <= s->budget;
             w->evaluated++;
             if (hit.fits) {
                 hit.score = point_score(s, &pr, &spd);
@@ -405,6 +411,10 @@ void sweep_eval_point(const struct sweep *s, uint64_t index, struct sweep_point 
     pt->model = o->model;
     pt->cfg = c;
     pt->peak = point_peak(s, &pr, &pt->mem, &pt->rule);
-    pt->fits = pt->peak <= s->budget;
+    pt->band = pr.band;
+    pt->peak_lo = band_scale(pt->peak, pr.band.lo);
+    pt->peak_hi = band_scale(pt->peak, pr.band.hi);
+    pt->fit_peak = band_scale(pt->peak, pr.fit_factor);
+    pt->fits = pt->fit_peak <= s->budget;
     pt->score = point_score(s, &pr, &pt->speed);
 }

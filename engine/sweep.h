@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "band.h"
 #include "gpu.h"
 #include "memmodel.h"
 #include "options.h"
@@ -48,6 +49,7 @@ struct sweep {
     uint64_t budget;
     struct mem_options mem;
     struct rule_book *rules;   /* NULL without --rules */
+    const struct band_table *band; /* error bands (datasets/band.csv); NULL: none */
     struct space space;
 };
 
@@ -69,6 +71,9 @@ struct sweep_point {
     struct mem_estimate mem;
     struct speed_estimate speed;
     uint64_t peak;             /* the prediction used: rules when they bind, else mem.device */
+    struct band band;          /* the configuration's error band (band.h) */
+    uint64_t peak_lo, peak_hi; /* peak x band.lo, peak x band.hi */
+    uint64_t fit_peak;         /* what must fit the budget under --margin */
     int rule;                  /* rule candidate, -1 none */
     double score;
     bool fits;

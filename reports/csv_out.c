@@ -17,7 +17,9 @@ const char *const report_csv_columns[] = {
     "grads_gib", "optimizer_gib", "activations_gib", "logits_gib", "comm_buffers_gib", "rule",
     "step_time_s", "samples_per_s", "tokens_per_s", "fits",
     /* appended: exact tie-breaks and the other two peak metrics */
-    "index", "score", "peak_bytes", "allocated_gib", "reserved_gib", NULL,
+    "index", "score", "peak_bytes", "allocated_gib", "reserved_gib",
+    /* appended: the upper end of the error band (README "Error band") */
+    "peak_hi_gib", NULL,
 };
 
 static int field(FILE *f, const char *s, bool last)
@@ -46,9 +48,9 @@ static int write_row(FILE *f, const struct report_row *r)
     for (int t = 0; t < TERM_COUNT; t++)
         rc |= fprintf(f, "%.3f,", r->term_gib[t]) < 0;
     rc |= field(f, r->rule, false);
-    rc |= fprintf(f, "%.6f,%.3f,%.1f,%d,%" PRIu64 ",%.17g,%" PRIu64 ",%.3f,%.3f\n", r->step_time_s,
-                  r->samples_per_s, r->tokens_per_s, r->fits ? 1 : 0, r->index, r->score,
-                  r->peak_bytes, r->allocated_gib, r->reserved_gib) < 0;
+    rc |= fprintf(f, "%.6f,%.3f,%.1f,%d,%" PRIu64 ",%.17g,%" PRIu64 ",%.3f,%.3f,%.3f\n",
+                  r->step_time_s, r->samples_per_s, r->tokens_per_s, r->fits ? 1 : 0, r->index,
+                  r->score, r->peak_bytes, r->allocated_gib, r->reserved_gib, r->peak_hi_gib) < 0;
     return rc ? -1 : 0;
 }
 
@@ -162,6 +164,7 @@ static int read_row(struct cursor *c, struct report_row *r)
     r->peak_bytes = (uint64_t)integer(c, 0, INT64_MAX);
     r->allocated_gib = number(c);
     r->reserved_gib = number(c);
+    r->peak_hi_gib = number(c);
     return c->failed ? -1 : 0;
 }
 

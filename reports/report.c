@@ -34,6 +34,7 @@ void report_row_from_point(struct report_row *row, const struct sweep *s,
     row->score = pt->score;
     row->allocated_gib = units_gib(e->allocated);
     row->reserved_gib = units_gib(e->reserved);
+    row->peak_hi_gib = units_gib(pt->peak_hi);
 }
 
 static void fill_meta(struct report_meta *m, const struct sweep *s, const char *gpu_note)

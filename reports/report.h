@@ -32,6 +32,7 @@ struct report_row {
     double score;                /* ranking score, printed exactly (%.17g) */
     uint64_t peak_bytes;         /* the exact peak behind peak_gib */
     double allocated_gib, reserved_gib;
+    double peak_hi_gib;          /* upper end of the error band (README "Error band") */
 };
 
 struct report_meta {

@@ -230,10 +230,44 @@ static void test_hits_sorted_and_consistent(void **state)
         }
     }
     assert_true(res.has_closest);
-    assert_true(res.closest.peak > r->job.sweep.budget);
+    struct sweep_point miss; /* it misses on the margin (--margin auto: the band's upper end) */
+    sweep_eval_point(&r->job.sweep, res.closest.index, &miss);
+    assert_true(miss.fit_peak > r->job.sweep.budget);
+    assert_true(miss.fit_peak >= miss.peak);
     assert_false(res.closest.fits);
     sweep_result_free(&res);
     done(r);
+}
+
+/* (5) --margin: what fits under the band's upper end (auto) fits under a fixed margin no
+ * larger than the band, and that under the point prediction (0); pruning stays exact with
+ * each margin. The shipped bands are wider than 1 % for every group, so auto is strictly
+ * tighter than --margin 1 here. */
+static void test_margin_nested(void **state)
+{
+    (void)state;
+    struct sweep_result a = sweep_with("--top 0 --threads 1");
+    struct sweep_result one = sweep_with("--top 0 --threads 1 --margin 1");
+    struct sweep_result zero = sweep_with("--top 0 --threads 1 --margin 0");
+    struct sweep_result zero_full = sweep_with("--top 0 --threads 1 --margin 0 --no-prune");
+    struct sweep_result one_full = sweep_with("--top 0 --threads 1 --margin 1 --no-prune");
+    assert_true(a.fitting < one.fitting);
+    assert_true(one.fitting <= zero.fitting);
+    assert_int_equal(zero.fitting, zero_full.fitting);
+    assert_int_equal(one.fitting, one_full.fitting);
+    uint64_t *za = sorted_indices(&zero), *aa = sorted_indices(&a);
+    for (size_t i = 0, k = 0; i < a.nhits; i++) { /* every auto hit is a zero-margin hit */
+        while (k < zero.nhits && za[k] < aa[i])
+            k++;
+        assert_true(k < zero.nhits && za[k] == aa[i]);
+    }
+    free(za);
+    free(aa);
+    sweep_result_free(&a);
+    sweep_result_free(&one);
+    sweep_result_free(&zero);
+    sweep_result_free(&zero_full);
+    sweep_result_free(&one_full);
 }
 
 static void test_hit_cmp_order(void **state)
@@ -262,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_shards_cover),
         cmocka_unit_test(test_hits_sorted_and_consistent),
         cmocka_unit_test(test_hit_cmp_order),
+        cmocka_unit_test(test_margin_nested),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
