@@ -201,9 +201,10 @@ int band_table_write(const struct band_table *t, FILE *f)
         put_name(f, t->keys[i].stack, stack_n);
         put_name(f, t->keys[i].finetune, finetune_n);
         put_name(f, t->keys[i].data, data_n);
-        /* lo rounded down and hi up, so the file's band never narrows the computed one */
-        fprintf(f, "%d,%d,%.4f,%.4f\n", b->rows, b->sources, floor(b->lo * 1e4) / 1e4,
-                ceil(b->hi * 1e4) / 1e4);
+        /* lo rounded down and hi up to 4 decimals, so the file's band does not narrow the
+         * computed one (by more than the 1e-7 that keeps 1.2 from printing as 1.2001) */
+        fprintf(f, "%d,%d,%.4f,%.4f\n", b->rows, b->sources, floor(b->lo * 1e4 + 1e-7) / 1e4,
+                ceil(b->hi * 1e4 - 1e-7) / 1e4);
     }
     return ferror(f) ? -1 : 0;
 }
