@@ -45,6 +45,12 @@ static void stack_bar(FILE *f, const struct svg_plot *p, const struct report_row
                 w->peak_gib > 0 ? 100 * seg[t] / w->peak_gib : 0.0);
         at += seg[t];
     }
+    if (w->peak_hi_gib > w->peak_gib) { /* the error band's upper end (README "Error band") */
+        double x0 = svg_px(p, w->peak_gib), x1 = svg_px(p, w->peak_hi_gib);
+        fprintf(f, "<rect class=\"band\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
+                   "<title>error band: up to %.3f GiB (+%.0f%%)</title></rect>",
+                x0, y, x1 - x0, h, w->peak_hi_gib, 100 * (w->peak_hi_gib / w->peak_gib - 1));
+    }
     fputc('\n', f);
 }
 
@@ -63,7 +69,7 @@ void html_breakdown(struct html_out *o, const struct report_row *w, double budge
 {
     FILE *f = o->f;
     struct svg_plot p;
-    double scale = w->peak_gib > budget_gib ? w->peak_gib : budget_gib, seg[TERM_COUNT + 1];
+    double scale = fmax(fmax(w->peak_gib, w->peak_hi_gib), budget_gib), seg[TERM_COUNT + 1];
     struct svg_axis x = {0, scale > 0 ? scale : 1, false, NULL, 0, "", SVG_NUM_PLAIN};
     struct svg_axis y = {0, 1, false, NULL, 0, "", SVG_NUM_PLAIN};
     const double margins[4] = {0, 0, 0, 0};
@@ -83,6 +89,9 @@ void html_breakdown(struct html_out *o, const struct report_row *w, double budge
         if (seg[t] > 0)
             fprintf(f, "<li><span class=\"sw k%d\"></span>%s %.2f GiB</li>", t, term_labels[t],
                     seg[t]);
+    if (w->peak_hi_gib > w->peak_gib)
+        fprintf(f, "<li><span class=\"sw band\"></span>error band up to %.2f GiB</li>",
+                w->peak_hi_gib);
     fprintf(f, "<li><span class=\"sw budget\"></span>budget %.2f GiB</li></ul>\n", budget_gib);
 }
 
@@ -137,9 +146,9 @@ static void point_title(FILE *f, const struct report_row *w)
     html_grouped(w->tokens_per_s, tok, sizeof tok);
     fprintf(f, "<title>#%ld ", w->rank);
     html_text(f, w->model);
-    fprintf(f, "\n%s; %s; micro-batch %d, seq %d\n%.2f GiB peak, %s tokens/s%s</title>", layout,
-            tuning, w->cfg.micro_batch, w->cfg.seq_len, w->peak_gib, tok,
-            w->fits ? "" : " (does not fit)");
+    fprintf(f, "\n%s; %s; micro-batch %d, seq %d\n%.2f GiB peak (band up to %.2f), %s tokens/s%s"
+               "</title>", layout, tuning, w->cfg.micro_batch, w->cfg.seq_len, w->peak_gib,
+            fmax(w->peak_gib, w->peak_hi_gib), tok, w->fits ? "" : " (does not fit)");
 }
 
 /* The staircase "best throughput at this much memory or less", to the budget. */
@@ -168,6 +177,10 @@ static void pareto_points(FILE *f, const struct svg_plot *p, const struct report
         const struct report_row *w = &r->rows[i];
         if (front[i] != on_front)
             continue;
+        if (w->peak_hi_gib > w->peak_gib) /* the error band's upper end */
+            fprintf(f, "<line class=\"whisker c%d\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>",
+                    (int)w->cfg.method, svg_px(p, w->peak_gib), svg_px(p, w->peak_hi_gib),
+                    svg_py(p, w->tokens_per_s), svg_py(p, w->tokens_per_s));
         fprintf(f, "<circle class=\"pt c%d%s%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\">",
                 (int)w->cfg.method, on_front ? " front-pt" : "", w->fits ? "" : " miss",
                 svg_px(p, w->peak_gib), svg_py(p, w->tokens_per_s), on_front ? 5.5 : 4.0);
@@ -201,7 +214,7 @@ void html_chart_pareto(struct html_out *o)
     bool *front = calloc(r->nrows, sizeof *front);
     struct front_key *order = front ? pareto(r, front) : NULL;
     for (size_t i = 0; i < r->nrows; i++) {
-        max_peak = fmax(max_peak, r->rows[i].peak_gib);
+        max_peak = fmax(max_peak, fmax(r->rows[i].peak_gib, r->rows[i].peak_hi_gib));
         max_tok = fmax(max_tok, r->rows[i].tokens_per_s);
     }
     struct svg_axis x = {0, svg_nice_ceil(max_peak, 8), false, NULL, 0,
@@ -287,7 +300,7 @@ void html_chart_top(struct html_out *o)
     if (!n)
         return;
     for (size_t i = 0; i < n; i++)
-        max_peak = fmax(max_peak, r->rows[i].peak_gib);
+        max_peak = fmax(max_peak, fmax(r->rows[i].peak_gib, r->rows[i].peak_hi_gib));
     struct svg_axis x = {0, svg_nice_ceil(max_peak, 6), false, NULL, 0,
                          "peak-phase memory per GPU (GiB)", SVG_NUM_PLAIN};
     struct svg_axis y = {0, 1, false, NULL, 0, "", SVG_NUM_PLAIN};
@@ -298,7 +311,8 @@ void html_chart_top(struct html_out *o)
     bool many = several_models(r);
     fprintf(f, "<section class=\"card\" id=\"top\">\n<h2>Where the memory goes: top %zu</h2>\n"
                "<p class=\"note\">Terms of the phase where each configuration peaks, stacked; "
-               "the bar ends at the predicted peak.</p>\n", n);
+               "the bar ends at the predicted peak, the dashed box at the upper end of its "
+               "error band.</p>\n", n);
     svg_begin(f, &p, "top", "Memory breakdown of the top configurations",
               "Stacked horizontal bars of the peak-phase memory terms per configuration.");
     for (size_t i = 0; i < n; i++) {
@@ -307,7 +321,7 @@ void html_chart_top(struct html_out *o)
         top_label(f, w, y0 + 12, many);
         stack_bar(f, &p, w, y0 + 6, 22);
         fprintf(f, "<text class=\"lbl2\" x=\"%.1f\" y=\"%.1f\">%.2f GiB</text>\n",
-                svg_px(&p, w->peak_gib) + 6, y0 + 21, w->peak_gib);
+                svg_px(&p, fmax(w->peak_gib, w->peak_hi_gib)) + 6, y0 + 21, w->peak_gib);
     }
     budget_line_v(f, &p, budget, true);
     svg_end(f);

@@ -238,6 +238,7 @@ struct series {
     int n;
     int32_t batch[BATCH_POINTS];
     double peak[BATCH_POINTS];
+    double hi[BATCH_POINTS]; /* the error band's upper end */
     bool fits[BATCH_POINTS];
     int32_t largest_fit; /* 0 = none */
 };
@@ -274,6 +275,7 @@ static void eval_series(const struct sweep *s, struct series *ser, int seq_i, do
         sweep_eval_point(s, idx, &pt);
         ser->batch[ser->n] = pt.cfg.micro_batch;
         ser->peak[ser->n] = units_gib(pt.peak);
+        ser->hi[ser->n] = units_gib(pt.peak_hi);
         ser->fits[ser->n] = pt.fits;
         if (pt.fits)
             ser->largest_fit = pt.cfg.micro_batch;
@@ -319,13 +321,18 @@ static void series_marks(FILE *f, const struct svg_plot *p, const struct series 
     fputs("\"/>\n", f);
     for (int i = 0; i < ser->n; i++) {
         double x = svg_px(p, ser->batch[i]);
+        if (ser->hi[i] > ser->peak[i] && ser->peak[i] <= p->y.hi) /* the error band */
+            fprintf(f, "<line class=\"whisker c%d\" clip-path=\"url(#%s-clip)\" x1=\"%.1f\" "
+                       "x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", k % 10, id, x, x,
+                    svg_py(p, ser->peak[i]), svg_py(p, ser->hi[i]));
         if (ser->peak[i] > p->y.hi) /* off the scale: a marker on the top edge */
             fprintf(f, "<path class=\"off c%d\" d=\"M%.1f %.1fl-5 8h10z\">", k % 10, x, p->top);
         else
             fprintf(f, "<circle class=\"pt c%d%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\">", k % 10,
                     ser->fits[i] ? "" : " miss", x, svg_py(p, ser->peak[i]));
-        fprintf(f, "<title>%s: micro-batch %d needs %.2f GiB%s</title>%s\n", layout,
-                ser->batch[i], ser->peak[i], ser->fits[i] ? "" : " (over budget)",
+        fprintf(f, "<title>%s: micro-batch %d needs %.2f GiB (band up to %.2f)%s</title>%s\n",
+                layout, ser->batch[i], ser->peak[i], fmax(ser->peak[i], ser->hi[i]),
+                ser->fits[i] ? "" : " (over budget)",
                 ser->peak[i] > p->y.hi ? "</path>" : "</circle>");
     }
 }
