@@ -83,6 +83,40 @@ void band_from_samples(const struct band_sample *s, size_t n, struct band_key ke
     free(idx);
 }
 
+/* One-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (any statistics
+ * table, e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2); beyond 30 the normal's 1.645. */
+static double t95(size_t df)
+{
+    static const double t[30] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860,
+                                 1.833, 1.812, 1.796, 1.782, 1.771, 1.761, 1.753, 1.746,
+                                 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711,
+                                 1.708, 1.706, 1.703, 1.701, 1.699, 1.697};
+    return df >= 1 && df <= 30 ? t[df - 1] : 1.645;
+}
+
+void band_from_heldout(const double *ratio, size_t n, struct band *b)
+{
+    *b = (struct band){1.0, 1.0, -1, 0, 1};
+    double sum = 0.0, ss = 0.0;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ratio[i] > 0.0) {
+            sum += log(ratio[i]);
+            m++;
+        }
+    if (m < 3)
+        return;
+    double mean = sum / (double)m;
+    for (size_t i = 0; i < n; i++)
+        if (ratio[i] > 0.0)
+            ss += (log(ratio[i]) - mean) * (log(ratio[i]) - mean);
+    double half = t95(m - 1) * sqrt(ss / (double)(m - 1)) * sqrt(1.0 + 1.0 / (double)m);
+    b->lo = fmin(1.0, exp(mean - half));
+    b->hi = fmax(1.0, exp(mean + half));
+    b->level = BAND_CALIBRATION;
+    b->rows = (int)m;
+}
+
 /* --- the table ---------------------------------------------------------------------- */
 
 static bool table_has(const struct band_table *t, struct band_key k, int level)
@@ -163,8 +197,8 @@ struct band band_lookup(const struct band_table *t, const struct train_config *c
 
 void band_group_name(const struct band *b, const struct train_config *c, char *buf, size_t n)
 {
-    if (b->level < 0) {
-        snprintf(buf, n, "none");
+    if (b->level < 0 || b->level == BAND_CALIBRATION) {
+        snprintf(buf, n, "%s", b->level < 0 ? "none" : "calibration");
         return;
     }
     struct band_key k = masked(band_key_of(c), b->level);

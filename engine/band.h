@@ -54,6 +54,14 @@ struct band_key band_key_of(const struct train_config *c);
 void band_from_samples(const struct band_sample *s, size_t n, struct band_key key,
                        const char *exclude, struct band *b);
 
+/* A calibration's band (a rule set's band.lo, band.hi) from its n held-out ratios
+ * measured / predicted: too few for order statistics, so a 90 % prediction interval for
+ * one more log ratio under a normal model, mean +- t(0.95, n-1) sd sqrt(1 + 1/n) (Student;
+ * the t quantile widens it for small n), widened to contain 1. Level BAND_CALIBRATION;
+ * -1 (factors 1) when fewer than 3 ratios are positive. */
+#define BAND_CALIBRATION 9
+void band_from_heldout(const double *ratio, size_t n, struct band *b);
+
 /* The band table: every group, at every level, that the samples support. */
 struct band_table {
     struct band_key *keys;

@@ -169,6 +169,8 @@ static void prepare(const struct sweep *s, const struct space_outer *o, struct p
     /* the band's factors are per configuration: the upper end stays monotone in the peak,
      * so pruning on it is as exact as pruning on the peak */
     pr->band = band_lookup(s->band, &pr->cfg);
+    if (pr->rules.set >= 0 && rules_set_band(s->rules, pr->rules.set, &pr->band.lo, &pr->band.hi))
+        pr->band.level = BAND_CALIBRATION; /* a calibration's own held-out band */
     pr->fit_factor = s->opt->margin_pct < 0 ? pr->band.hi : 1.0 + s->opt->margin_pct / 100.0;
 }
 

@@ -54,8 +54,11 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     int set = bind >= 0 ? rules_prepare(vo->rules, bind, p, c) : -1;
     uint64_t rp;
     int cand;
-    if (set >= 0 && rules_eval(vo->rules, set, p, c, &est, &rp, &cand))
+    if (set >= 0 && rules_eval(vo->rules, set, p, c, &est, &rp, &cand)) {
         bytes = (double)rp - ((double)est.device - bytes); /* back to the row's metric */
+        if (rules_set_band(vo->rules, set, &out->rule_band.lo, &out->rule_band.hi))
+            out->rule_band.level = BAND_CALIBRATION; /* a calibration's own band */
+    }
     snprintf(out->phase, sizeof out->phase, "%s", mem_phase_name(est.peak_phase));
     out->predicted_gib = bytes / (double)GIB;
     if (out->measured_tps > 0 && g) { /* per rank, as torchtune logs it: b*s per step */
@@ -133,6 +136,7 @@ static int predict_row(const struct csv_table *t, size_t r, const struct validat
 static void row_identity(const struct csv_table *t, size_t r, struct validate_row *out)
 {
     memset(out, 0, sizeof *out);
+    out->rule_band.level = -1;
     out->file = t->path;
     out->line = t->lines[r];
     snprintf(out->id, sizeof out->id, "%s", measured_cell(t, r, "id"));

@@ -32,6 +32,7 @@ struct validate_row {
     char grade[8];
     struct band_key key; /* the row's band group (band.h) */
     struct band band;    /* its band, leave-one-source-out (validate_band.h); level -1: none */
+    struct band rule_band; /* the band of the rule set that predicted it (--rules), or level -1 */
 };
 
 #define VALIDATE_ROW_MAX 4096

@@ -32,7 +32,9 @@ int validate_band_rows(struct validate_row *rows, size_t n)
     size_t m = samples_of(rows, n, s);
     for (size_t i = 0; i < n; i++) {
         rows[i].band = (struct band){1.0, 1.0, -1, 0, 0};
-        if (is_predicted(&rows[i]))
+        if (is_predicted(&rows[i]) && rows[i].rule_band.level >= 0)
+            rows[i].band = rows[i].rule_band; /* a calibrated prediction: its own band */
+        else if (is_predicted(&rows[i]))
             band_from_samples(s, m, rows[i].key, rows[i].source, &rows[i].band);
     }
     free(s);

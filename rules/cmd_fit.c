@@ -5,6 +5,7 @@
  * set is never fitted on a row it would not apply to. */
 #include <csv.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,10 +46,14 @@ static void usage(FILE *f)
 {
     fputs("usage: llmem-sweep fit --measured FILE.csv [--measured FILE.csv]... --out RULES.csv\n"
           "         [--set NAME] [--match KEY=VALUE]... [--metric allocated|reserved|device]\n"
-          "         [--features LIST | --features CAND=LIST]... [--with-model yes|no]\n"
+          "         [--features LIST | --features CAND=LIST]... [--with-model yes|no|add]\n"
           "         [--note TEXT]... [--append] [--data DIR] [--verbose]\n"
           "Fits one rule set (rules/README.md): one candidate per peak_type of the rows that\n"
           "match, coefficients by non-negative least squares on relative error.\n"
+          "  --with-model add   an additive calibration: memory model + sum of coefficient x\n"
+          "                     feature, coefficients of either sign (default features 1,\n"
+          "                     b*s*h*L, b*s*v, b*s, as many as rows - 1 allow); the set gets\n"
+          "                     an error band from its held-out residuals\n"
           "  --match KEY=VALUE  a set-level rule row (model, family, finetune, quant, stack,\n"
           "                     lora_targets, ..., micro_batch.max, ...): it restricts the set\n"
           "                     and selects the rows it is fitted on\n"
@@ -96,8 +101,10 @@ static int take(struct fit_args *a, const char *opt, const char *val)
         return 0;
     }
     if (!strcmp(opt, "--with-model")) {
-        a->with_model = !strcmp(val, "yes") ? 1 : !strcmp(val, "no") ? 0 : -1;
-        return a->with_model < 0 ? usage_error("--with-model takes yes or no, not '%s'", val) : 0;
+        a->with_model = !strcmp(val, "yes") ? 1 : !strcmp(val, "no") ? 0
+                        : !strcmp(val, "add") ? RULES_ADD : -1;
+        return a->with_model < 0 ? usage_error("--with-model takes yes, no or add, not '%s'", val)
+                                 : 0;
     }
     const char **slot = !strcmp(opt, "--out") ? &a->out : !strcmp(opt, "--set") ? &a->set
                         : !strcmp(opt, "--metric") ? &a->metric : !strcmp(opt, "--data") ? &a->data
@@ -201,7 +208,8 @@ static int candidate_features(const struct fit_args *a, struct cand_fit *cf)
         cf->k = parse_features(a->feat_all, cf->feat, max);
         return cf->k ? 0 : EXIT_USAGE;
     }
-    cf->k = fit_default_features(cf->name, cf->feat);
+    cf->k = a->with_model == RULES_ADD ? fit_default_add_features(cf->n, cf->feat)
+                                        : fit_default_features(cf->name, cf->feat);
     return 0;
 }
 
@@ -328,7 +336,9 @@ static int fit_all(const struct fit_args *a, const struct fit_data *d, struct ca
                     "fewer --features or more rows\n", cf[c].name, cf[c].n, cf[c].k, cf[c].k + 1);
             return EXIT_BAD_INPUT;
         }
-        if (fit_candidate(d, cf[c].idx, cf[c].n, cf[c].feat, cf[c].k, cf[c].coef, &cf[c].st)) {
+        enum fit_kind kind = a->with_model == RULES_ADD ? FIT_ADD : FIT_REPLACE;
+        if (fit_candidate(d, cf[c].idx, cf[c].n, cf[c].feat, cf[c].k, kind, cf[c].coef,
+                          &cf[c].st)) {
             fprintf(stderr, "llmem-sweep: fit: candidate '%s': the least-squares solver failed\n",
                     cf[c].name);
             return EXIT_BAD_INPUT;
@@ -393,12 +403,27 @@ static void put_kept(FILE *f, const struct csv_table *old, const char *set)
     }
 }
 
+static const char *with_model_name(int w)
+{
+    return w == RULES_ADD ? "add" : w == 1 ? "yes" : "no";
+}
+
 static void put_set(FILE *f, const struct fit_args *a, const struct fit_data *d,
                     const struct selection *sel, const struct cand_fit *cf, size_t ncf)
 {
     const char *s = a->set;
     put_row(f, s, "", "metric", rules_metric_name((enum rules_metric)sel->metric), "");
-    put_row(f, s, "", "with_model", a->with_model == 1 ? "yes" : "no", "");
+    put_row(f, s, "", "with_model", with_model_name(a->with_model), "");
+    if (a->with_model == RULES_ADD) { /* the widest band over the candidates */
+        double lo = 1.0, hi = 1.0;
+        for (size_t c = 0; c < ncf; c++) {
+            lo = fmin(lo, cf[c].st.band_lo);
+            hi = fmax(hi, cf[c].st.band_hi);
+        }
+        put_number(f, s, "", "band.lo", floor(lo * 1e4) / 1e4, false,
+                   "error band: held-out residuals (leave-one-model-out when it exists)");
+        put_number(f, s, "", "band.hi", ceil(hi * 1e4) / 1e4, false, "");
+    }
     for (size_t i = 0; i < a->nmatch; i++) {
         char key[64];
         const char *eq = strchr(a->match[i], '=');
@@ -424,6 +449,11 @@ static void put_set(FILE *f, const struct fit_args *a, const struct fit_data *d,
         put_number(f, s, n, "fit.loo_mean_pct", cf[c].st.loo_mean_pct, true, "leave-one-out");
         put_number(f, s, n, "fit.loo_rms_pct", cf[c].st.loo_rms_pct, true, "leave-one-out");
         put_number(f, s, n, "fit.loo_max_pct", cf[c].st.loo_max_pct, true, "leave-one-out");
+        put_number(f, s, n, "fit.lomo_models", (double)cf[c].st.lomo_models, false,
+                   "leave-one-model-out");
+        put_number(f, s, n, "fit.lomo_rows", (double)cf[c].st.lomo_rows, false, "");
+        put_number(f, s, n, "fit.lomo_mean_pct", cf[c].st.lomo_mean_pct, true, "");
+        put_number(f, s, n, "fit.lomo_max_pct", cf[c].st.lomo_max_pct, true, "");
     }
 }
 
@@ -492,19 +522,25 @@ static void report(const struct fit_args *a, const struct fit_data *d, const str
 {
     printf("set %s: metric %s, with_model %s; %zu rows used of %zu read (%zu skipped, %zu not "
            "matching, %zu of another metric)\n", a->set,
-           rules_metric_name((enum rules_metric)sel->metric), a->with_model == 1 ? "yes" : "no",
+           rules_metric_name((enum rules_metric)sel->metric), with_model_name(a->with_model),
            sel->n, d->read, d->skipped, sel->unmatched, sel->other_metric);
-    printf("%-10s %5s %7s %7s %7s %9s %9s %9s  coefficients (bytes per unit)\n", "candidate",
-           "rows", "mean%", "rms%", "max%", "loo_mean%", "loo_rms%", "loo_max%");
+    printf("%-10s %5s %7s %7s %7s %9s %9s %9s %11s %10s %10s  coefficients (bytes per unit)\n",
+           "candidate", "rows", "mean%", "rms%", "max%", "loo_mean%", "loo_rms%", "loo_max%",
+           "lomo_models", "lomo_mean%", "lomo_max%");
     for (size_t c = 0; c < ncf; c++) {
         const struct fit_stats *st = &cf[c].st;
-        printf("%-10s %5zu %7.3f %7.3f %7.3f %9.3f %9.3f %9.3f ", cf[c].name, st->rows,
-               st->mean_pct, st->rms_pct, st->max_pct, st->loo_mean_pct, st->loo_rms_pct,
-               st->loo_max_pct);
+        printf("%-10s %5zu %7.3f %7.3f %7.3f %9.3f %9.3f %9.3f %11zu %10.3f %10.3f ", cf[c].name,
+               st->rows, st->mean_pct, st->rms_pct, st->max_pct, st->loo_mean_pct,
+               st->loo_rms_pct, st->loo_max_pct, st->lomo_models, st->lomo_mean_pct,
+               st->lomo_max_pct);
         for (size_t j = 0; j < cf[c].k; j++)
             printf(" %s=%.6g", rules_feature_name(cf[c].feat[j]), cf[c].coef[j]);
         putchar('\n');
     }
+    if (a->with_model == RULES_ADD)
+        printf("error band of the calibrated prediction: x%.4f .. x%.4f (from %s residuals)\n",
+               cf[0].st.band_lo, cf[0].st.band_hi,
+               cf[0].st.lomo_models >= 2 ? "leave-one-model-out" : "leave-one-out");
     printf("wrote %s\n", a->out);
 }
 

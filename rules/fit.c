@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "band.h"
 #include "csv_table.h"
+#include "job.h"
 #include "measured.h"
+#include "memmodel.h"
 #include "nnls.h"
 
 /* --- reading measured rows ----------------------------------------------------------- */
@@ -73,6 +76,26 @@ static int valid_cand_name(const char *s)
     return 1;
 }
 
+/* The memory model's prediction of a row for its metric (as validate predicts it), with
+ * the row's GPU's CUDA context (the default GPU's when it names none in the catalog). */
+static double model_bytes(struct model_plan *p, const struct train_config *c, int metric,
+                          const struct gpu_spec *g, const struct catalog *cat)
+{
+    if (!g)
+        g = catalog_find_gpu(cat, JOB_DEFAULT_GPU);
+    struct mem_options mo = {false, g ? g->context_bytes : 0};
+    if (metric < 0 || train_config_check(c, p->spec.heads, p->spec.kv_heads))
+        return 0.0;
+    if (memmodel_uses_llmem(c->stack, &mo))
+        plan_chunk(p);
+    struct mem_prepared mp;
+    struct mem_estimate e;
+    memmodel_prepare(p, c, &mo, &mp);
+    memmodel_eval(p, c, &mo, &mp, &e);
+    return (double)(metric == RULES_ALLOCATED ? e.allocated
+                    : metric == RULES_RESERVED ? e.reserved : e.device);
+}
+
 /* Fills row from table row r. Returns 0 (row ready), 1 (skipped, why set), -1 (error). */
 static int read_row(struct fit_data *d, const struct csv_table *t, size_t r,
                     const struct catalog *cat, struct fit_row *row, char *why, size_t n,
@@ -105,6 +128,8 @@ static int read_row(struct fit_data *d, const struct csv_table *t, size_t r,
         return 1;
     }
     row->model = (size_t)m;
+    row->model_bytes = model_bytes(&d->plans[m], &row->c, row->metric,
+                                   catalog_find_gpu(cat, measured_cell(t, r, "gpu")), cat);
     return 0;
 }
 
@@ -188,43 +213,55 @@ double fit_feature(const struct fit_data *d, size_t row, int feature)
 }
 
 double fit_predict(const struct fit_data *d, size_t row, const int *feat, size_t k,
-                   const double *coef)
+                   enum fit_kind kind, const double *coef)
 {
-    double v = 0.0;
+    double v = kind == FIT_ADD ? d->rows[row].model_bytes : 0.0;
     for (size_t j = 0; j < k; j++)
         v += coef[j] * fit_feature(d, row, feat[j]);
     return v;
 }
 
-/* NNLS over rows idx[0..n) except idx[skip] (skip = n: none). Rows are divided by their
- * measurement (relative error) and columns scaled to unit norm, so a coefficient of
- * 1e-9 bytes per token-dimension and one of 3e9 bytes meet on equal terms. */
-static int solve(const struct fit_data *d, const size_t *idx, size_t n, size_t skip,
-                 const int *feat, size_t k, double *coef)
+/* Least squares over the rows idx[i] with use[i] (use NULL: all), in relative error: row i
+ * is divided by its measurement y_i, columns are scaled to unit norm, so a coefficient of
+ * 1e-9 bytes per token-dimension and one of 3e9 bytes meet on equal terms.
+ * FIT_REPLACE: coefficients >= 0 (NNLS: every feature adds memory), target y.
+ * FIT_ADD: target y - model; the correction may have either sign (the model errs both
+ * ways), so each feature enters NNLS twice, as f and -f, and its coefficient is the
+ * difference: NNLS over [A, -A] is unconstrained least squares over A. */
+static int solve(const struct fit_data *d, const size_t *idx, size_t n, const bool *use,
+                 const int *feat, size_t k, enum fit_kind kind, double *coef)
 {
-    size_t m = n - (skip < n);
-    double *a = malloc((m * k + m + k) * sizeof *a);
+    size_t m = 0, kk = kind == FIT_ADD ? 2 * k : k;
+    for (size_t i = 0; i < n; i++)
+        m += !use || use[i];
+    double *a = malloc((m * kk + m + kk + kk) * sizeof *a);
     if (!a)
         return -1;
-    double *b = a + m * k, *scale = b + m;
+    double *b = a + m * kk, *scale = b + m, *x = scale + kk;
     for (size_t i = 0, row = 0; i < n; i++) {
-        if (i == skip)
+        if (use && !use[i])
             continue;
-        for (size_t j = 0; j < k; j++)
-            a[row * k + j] = fit_feature(d, idx[i], feat[j]) / d->rows[idx[i]].y;
-        b[row++] = 1.0;
+        const struct fit_row *r = &d->rows[idx[i]];
+        for (size_t j = 0; j < k; j++) {
+            a[row * kk + j] = fit_feature(d, idx[i], feat[j]) / r->y;
+            if (kind == FIT_ADD)
+                a[row * kk + k + j] = -a[row * kk + j];
+        }
+        b[row++] = kind == FIT_ADD ? 1.0 - r->model_bytes / r->y : 1.0;
     }
-    for (size_t j = 0; j < k; j++) {
+    for (size_t j = 0; j < kk; j++) {
         double s = 0.0;
         for (size_t i = 0; i < m; i++)
-            s += a[i * k + j] * a[i * k + j];
+            s += a[i * kk + j] * a[i * kk + j];
         scale[j] = sqrt(s);
         for (size_t i = 0; i < m; i++)
-            a[i * k + j] = scale[j] > 0.0 ? a[i * k + j] / scale[j] : 0.0;
+            a[i * kk + j] = scale[j] > 0.0 ? a[i * kk + j] / scale[j] : 0.0;
     }
-    int rc = nnls(a, m, k, b, coef, NULL);
+    int rc = nnls(a, m, kk, b, x, NULL);
+    for (size_t j = 0; j < kk; j++)
+        x[j] = scale[j] > 0.0 ? x[j] / scale[j] : 0.0;
     for (size_t j = 0; j < k; j++)
-        coef[j] = scale[j] > 0.0 ? coef[j] / scale[j] : 0.0;
+        coef[j] = kind == FIT_ADD ? x[j] - x[k + j] : x[j];
     free(a);
     return rc;
 }
@@ -234,35 +271,99 @@ static double pct_error(const struct fit_data *d, size_t row, double pred)
     return 100.0 * (pred - d->rows[row].y) / d->rows[row].y;
 }
 
+/* Leave-one-out: each row predicted by a fit on the others; ratio[i] = y / prediction. */
+static int leave_one_out(const struct fit_data *d, const size_t *idx, size_t n, const int *feat,
+                         size_t k, enum fit_kind kind, bool *use, double *c, double *ratio,
+                         struct fit_stats *st)
+{
+    double ss = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < n; j++)
+            use[j] = j != i;
+        if (solve(d, idx, n, use, feat, k, kind, c) != 0)
+            return -1;
+        double pred = fit_predict(d, idx[i], feat, k, kind, c);
+        double err = pct_error(d, idx[i], pred);
+        ss += err * err;
+        st->loo_mean_pct += fabs(err) / (double)n;
+        st->loo_max_pct = fmax(st->loo_max_pct, fabs(err));
+        ratio[i] = pred > 0 ? d->rows[idx[i]].y / pred : 0.0;
+    }
+    st->loo_rms_pct = sqrt(ss / (double)n);
+    return 0;
+}
+
+/* Leave-one-model-out: the rows of each model predicted by a fit on the other models'
+ * rows, when those are more than the coefficients. Fills ratio for the rows predicted and
+ * returns their count (-1 on failure). */
+static long leave_one_model_out(const struct fit_data *d, const size_t *idx, size_t n,
+                                const int *feat, size_t k, enum fit_kind kind, bool *use,
+                                double *c, double *ratio, struct fit_stats *st)
+{
+    size_t got = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t model = d->rows[idx[i]].model, others = 0;
+        bool first = true;
+        for (size_t j = 0; j < i; j++)
+            first &= d->rows[idx[j]].model != model;
+        for (size_t j = 0; j < n; j++)
+            others += (use[j] = d->rows[idx[j]].model != model);
+        if (!first || others <= k)
+            continue;
+        if (solve(d, idx, n, use, feat, k, kind, c) != 0)
+            return -1;
+        st->lomo_models++;
+        for (size_t j = 0; j < n; j++) {
+            if (use[j])
+                continue;
+            double pred = fit_predict(d, idx[j], feat, k, kind, c);
+            double err = fabs(pct_error(d, idx[j], pred));
+            st->lomo_mean_pct += err;
+            st->lomo_max_pct = fmax(st->lomo_max_pct, err);
+            ratio[got++] = pred > 0 ? d->rows[idx[j]].y / pred : 0.0;
+        }
+    }
+    st->lomo_rows = got;
+    if (got)
+        st->lomo_mean_pct /= (double)got;
+    return (long)got;
+}
+
 int fit_candidate(const struct fit_data *d, const size_t *idx, size_t n, const int *feat,
-                  size_t k, double *coef, struct fit_stats *st)
+                  size_t k, enum fit_kind kind, double *coef, struct fit_stats *st)
 {
     memset(st, 0, sizeof *st);
     st->rows = n;
-    if (n <= k || solve(d, idx, n, n, feat, k, coef) != 0)
+    if (n <= k || solve(d, idx, n, NULL, feat, k, kind, coef) != 0)
         return -1;
-    double *loo = malloc((k ? k : 1) * sizeof *loo);
-    if (!loo)
-        return -1;
-    double ss = 0.0, loo_ss = 0.0;
+    double ss = 0.0;
     for (size_t i = 0; i < n; i++) {
-        double err = pct_error(d, idx[i], fit_predict(d, idx[i], feat, k, coef));
+        double err = pct_error(d, idx[i], fit_predict(d, idx[i], feat, k, kind, coef));
         ss += err * err;
         st->mean_pct += fabs(err) / (double)n;
         st->max_pct = fmax(st->max_pct, fabs(err));
-        if (solve(d, idx, n, i, feat, k, loo) != 0) {
-            free(loo);
-            return -1;
-        }
-        err = pct_error(d, idx[i], fit_predict(d, idx[i], feat, k, loo));
-        loo_ss += err * err;
-        st->loo_mean_pct += fabs(err) / (double)n;
-        st->loo_max_pct = fmax(st->loo_max_pct, fabs(err));
     }
     st->rms_pct = sqrt(ss / (double)n);
-    st->loo_rms_pct = sqrt(loo_ss / (double)n);
+    double *c = malloc((k ? k : 1) * sizeof *c);
+    double *loo = malloc(2 * n * sizeof *loo), *lomo = loo ? loo + n : NULL;
+    bool *use = malloc(n * sizeof *use);
+    long nlomo = -1;
+    int rc = c && loo && use ? leave_one_out(d, idx, n, feat, k, kind, use, c, loo, st) : -1;
+    if (!rc && (nlomo = leave_one_model_out(d, idx, n, feat, k, kind, use, c, lomo, st)) < 0)
+        rc = -1;
+    if (!rc) { /* the band of the held-out residuals: leave-one-model-out when it exists */
+        struct band b;
+        if (st->lomo_models >= 2)
+            band_from_heldout(lomo, (size_t)nlomo, &b);
+        else
+            band_from_heldout(loo, n, &b);
+        st->band_lo = b.lo;
+        st->band_hi = b.hi;
+    }
+    free(c);
     free(loo);
-    return 0;
+    free(use);
+    return rc;
 }
 
 /* Physically motivated defaults (README "Default features"): a constant for everything the
@@ -292,6 +393,15 @@ size_t fit_default_features(const char *cand, int *feat)
             names = table[i].features;
     size_t k = 0;
     for (size_t i = 0; i < 3 && names[i]; i++)
+        feat[k++] = rules_feature_parse(names[i]);
+    return k;
+}
+
+size_t fit_default_add_features(size_t rows, int *feat)
+{
+    static const char *const names[] = {"1", "b*s*h*L", "b*s*v", "b*s"};
+    size_t k = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && k + 1 < rows; i++)
         feat[k++] = rules_feature_parse(names[i]);
     return k;
 }

@@ -24,6 +24,7 @@ struct fit_row {
     struct train_config c;
     int metric;              /* enum rules_metric; -1: a metric rules cannot fit */
     double y;                /* measured bytes */
+    double model_bytes;      /* the memory model's prediction for the row's metric, bytes */
     char cand[FIT_CAND_MAX]; /* extension column peak_type, or "peak" */
 };
 
@@ -51,7 +52,19 @@ struct fit_stats {
     double mean_pct, rms_pct, max_pct;              /* in-sample |relative error| */
     double loo_mean_pct, loo_rms_pct, loo_max_pct;  /* leave-one-out: each row predicted by a
                                                      * fit on the others */
+    size_t lomo_models, lomo_rows;                  /* leave-one-model-out: the rows of each
+                                                     * model predicted by a fit on the other
+                                                     * models' rows (models whose others hold
+                                                     * too few rows are not counted) */
+    double lomo_mean_pct, lomo_max_pct;
+    double band_lo, band_hi;                        /* error band from the held-out residuals
+                                                     * (leave-one-model-out when >= 2 models
+                                                     * were held out, else leave-one-out) */
 };
+
+/* How a candidate predicts: its formula alone, or the memory model plus the formula
+ * (with_model add: coefficients of either sign). */
+enum fit_kind { FIT_REPLACE, FIT_ADD };
 
 /* Feature value of a row. */
 double fit_feature(const struct fit_data *d, size_t row, int feature);
@@ -60,11 +73,15 @@ double fit_feature(const struct fit_data *d, size_t row, int feature);
  * idx[0..n), n > k, by NNLS on unit-norm scaled columns. Returns 0, or -1 when memory
  * runs out or NNLS does not converge. */
 int fit_candidate(const struct fit_data *d, const size_t *idx, size_t n, const int *feat,
-                  size_t k, double *coef, struct fit_stats *st);
+                  size_t k, enum fit_kind kind, double *coef, struct fit_stats *st);
 
-/* Prediction of a row from fitted coefficients. */
+/* Prediction of a row from fitted coefficients (plus the model's for FIT_ADD). */
 double fit_predict(const struct fit_data *d, size_t row, const int *feat, size_t k,
-                   const double *coef);
+                   enum fit_kind kind, const double *coef);
+
+/* The default features of an additive calibration (README "Calibrating to your stack"):
+ * 1, b*s*h*L, b*s*v, b*s, as many as rows - 1 allows, in that order. */
+size_t fit_default_add_features(size_t rows, int *feat);
 
 /* The default features of a candidate, by its name (README "Default features"); returns
  * their count and fills feat (room for rules_feature_count() entries). */

@@ -99,7 +99,8 @@ struct rule_set {
     char name[RULES_NAME_MAX];
     char file[512];
     long line;
-    int metric, with_model; /* -1 until their rows are read */
+    int metric, with_model; /* -1 until their rows are read; with_model 2 = add */
+    double band_lo, band_hi; /* band.lo / band.hi: the set's error band; 0 = none */
     char **models, **families;
     size_t nmodels, nfamilies;
     uint32_t allow[K_COUNT]; /* bit v: value v allowed; 0: any */
@@ -288,6 +289,22 @@ static int set_choice(const struct row_at *at, int *slot, const char *key, const
     return 0;
 }
 
+/* band.lo in (0, 1], band.hi in [1, 1000]: factors of the prediction (README "Error band"). */
+static int set_band(const struct row_at *at, struct rule_set *s, bool hi, const char *value)
+{
+    double v = 0.0;
+    double *slot = hi ? &s->band_hi : &s->band_lo;
+    if (*slot != 0.0)
+        return row_error(at, "key", "duplicate '%s' row", hi ? "band.hi" : "band.lo");
+    if (parse_number(at, value, &v) != 0)
+        return -1;
+    if (hi ? !(v >= 1.0 && v <= 1000.0) : !(v > 0.0 && v <= 1.0))
+        return row_error(at, "value", "%s must be in %s", hi ? "band.hi" : "band.lo",
+                         hi ? "[1, 1000]" : "(0, 1]");
+    *slot = v;
+    return 0;
+}
+
 /* One set-level row (candidate column empty). */
 static int set_key(const struct row_at *at, struct rule_set *s, const char *key, const char *value)
 {
@@ -297,7 +314,10 @@ static int set_key(const struct row_at *at, struct rule_set *s, const char *key,
         return set_choice(at, &s->metric, key, value, rules_metric_parse(value));
     if (strcmp(key, "with_model") == 0)
         return set_choice(at, &s->with_model, key, value,
-                          !strcmp(value, "yes") ? 1 : !strcmp(value, "no") ? 0 : -1);
+                          !strcmp(value, "yes") ? 1 : !strcmp(value, "no") ? 0
+                          : !strcmp(value, "add") ? RULES_ADD : -1);
+    if (strcmp(key, "band.lo") == 0 || strcmp(key, "band.hi") == 0)
+        return set_band(at, s, key[5] == 'h', value);
     if (strcmp(key, "model") == 0)
         return push_string(at, &s->models, &s->nmodels, value);
     if (strcmp(key, "family") == 0)
@@ -332,10 +352,12 @@ static int cand_key(const struct row_at *at, struct rule_cand *c, const char *ke
         return 0;
     double v = 0.0;
     if (strncmp(key, "fit.", 4) == 0) {
-        static const char *const stats[] = {"fit.rows",        "fit.mean_pct",
-                                            "fit.rms_pct",     "fit.max_pct",
+        static const char *const stats[] = {"fit.rows",         "fit.mean_pct",
+                                            "fit.rms_pct",      "fit.max_pct",
                                             "fit.loo_mean_pct", "fit.loo_rms_pct",
-                                            "fit.loo_max_pct"};
+                                            "fit.loo_max_pct",  "fit.lomo_models",
+                                            "fit.lomo_rows",    "fit.lomo_mean_pct",
+                                            "fit.lomo_max_pct"};
         for (size_t i = 0; i < sizeof stats / sizeof stats[0]; i++)
             if (strcmp(key, stats[i]) == 0)
                 return parse_number(at, value, &v);
@@ -607,6 +629,22 @@ bool rules_set_with_model(const struct rule_book *rb, int set)
     return s && s->with_model == 1;
 }
 
+bool rules_set_additive(const struct rule_book *rb, int set)
+{
+    const struct rule_set *s = get_set(rb, set);
+    return s && s->with_model == RULES_ADD;
+}
+
+bool rules_set_band(const struct rule_book *rb, int set, double *lo, double *hi)
+{
+    const struct rule_set *s = get_set(rb, set);
+    if (!s || s->band_lo == 0.0 || s->band_hi == 0.0)
+        return false;
+    *lo = s->band_lo;
+    *hi = s->band_hi;
+    return true;
+}
+
 int rules_set_candidates(const struct rule_book *rb, int set, const int **ids)
 {
     const struct rule_set *s = get_set(rb, set);
@@ -767,7 +805,8 @@ int rules_eval_metric(const struct rule_book *rb, const struct rules_point *pt,
             best = i;
         }
     }
-    *bytes = top > 0.0 ? top : 0.0;
+    /* an additive correction may be negative: the model's part is added by the caller */
+    *bytes = top > 0.0 || s->with_model == RULES_ADD ? top : 0.0;
     return s->cand[best];
 }
 
@@ -784,6 +823,13 @@ static uint64_t to_device(double v, int metric, const struct mem_estimate *e)
     return d >= 0x1p63 ? UINT64_C(1) << 63 : (uint64_t)d;
 }
 
+/* The memory model's prediction in a set's metric. */
+static double model_metric(int metric, const struct mem_estimate *e)
+{
+    return (double)(metric == RULES_ALLOCATED ? e->allocated
+                    : metric == RULES_RESERVED ? e->reserved : e->device);
+}
+
 bool rules_eval_point(const struct rule_book *rb, const struct rules_point *pt,
                       const struct train_config *c, const struct mem_estimate *e,
                       uint64_t *peak, int *candidate)
@@ -795,6 +841,8 @@ bool rules_eval_point(const struct rule_book *rb, const struct rules_point *pt,
     if (id < 0)
         return false;
     const struct rule_set *s = &rb->sets[pt->set];
+    if (s->with_model == RULES_ADD) /* model + correction, in the set's metric; always binds */
+        v = fmax(0.0, model_metric(s->metric, e) + v);
     uint64_t dev = to_device(v, s->metric, e);
     if (s->with_model == 1 && e->device >= dev) /* the model bounds it: report no rule */
         return false;

@@ -71,6 +71,13 @@ int rules_find_set(const struct rule_book *rb, const char *name);
 const char *rules_set_name(const struct rule_book *rb, int set);
 enum rules_metric rules_set_metric(const struct rule_book *rb, int set);
 bool rules_set_with_model(const struct rule_book *rb, int set);
+/* with_model add: the prediction is the memory model (in the set's metric) plus the
+ * candidates' maximum, which may be negative (an additive calibration, DESIGN.md 6.4). */
+#define RULES_ADD 2
+bool rules_set_additive(const struct rule_book *rb, int set);
+/* The set's own error band (band.lo, band.hi: factors of its prediction, from the fit's
+ * held-out residuals); false when the set has none. */
+bool rules_set_band(const struct rule_book *rb, int set, double *lo, double *hi);
 int rules_set_candidates(const struct rule_book *rb, int set, const int **ids);
 const char *rules_candidate_name(const struct rule_book *rb, int candidate);
 /* The candidate's terms: up to max (feature id, coefficient) pairs; returns their count. */

@@ -561,14 +561,14 @@ static void test_fit_exact(void **state)
     const double want[3] = {2e9, 4.0, 0.1};
     size_t idx[5] = {0, 1, 2, 3, 4};
     for (size_t i = 0; i < 5; i++)
-        d.rows[i].y = fit_predict(&d, i, feat, 3, want);
+        d.rows[i].y = fit_predict(&d, i, feat, 3, FIT_REPLACE, want);
     double coef[3];
     struct fit_stats st;
-    assert_int_equal(fit_candidate(&d, idx, 5, feat, 3, coef, &st), 0);
+    assert_int_equal(fit_candidate(&d, idx, 5, feat, 3, FIT_REPLACE, coef, &st), 0);
     for (int j = 0; j < 3; j++)
         assert_true(fabs(coef[j] - want[j]) < 1e-6 * want[j]);
     assert_true(st.rms_pct < 1e-6 && st.loo_max_pct < 1e-6);
-    assert_int_equal(fit_candidate(&d, idx, 3, feat, 3, coef, &st), -1); /* n <= k */
+    assert_int_equal(fit_candidate(&d, idx, 3, feat, 3, FIT_REPLACE, coef, &st), -1); /* n <= k */
     fit_data_free(&d);
     unlink(in);
     rmdir(dir);
@@ -605,7 +605,7 @@ static double refit_set(struct rule_book *rb, int set, const struct fit_data *d,
                 strcmp(d->rows[i].cand, rules_candidate_name(rb, ids[k])) == 0)
                 idx[m++] = i;
         struct fit_stats st;
-        assert_int_equal(fit_candidate(d, idx, m, feat, (size_t)nf, refit, &st), 0);
+        assert_int_equal(fit_candidate(d, idx, m, feat, (size_t)nf, FIT_REPLACE, refit, &st), 0);
         for (int j = 0; j < nf; j++)
             assert_true(fabs(refit[j] - coef[j]) <= 1e-8 * fmax(fabs(coef[j]), 1e-3));
         ape += st.loo_mean_pct * (double)m;
