@@ -30,7 +30,7 @@ console_clean() { # console_clean STDERR_FILE WHAT
 }
 
 "$BIN" --model Qwen/Qwen2.5-0.5B --gpu A10G-24GB --methods single,cdp --gpus 1,2 --batch 1,2,4 \
-  --seq 512 --precision bf16 --finetune full,lora --grad-ckpt on --optimizer adamw --quiet \
+  --seq 512 --precision bf16 --finetune full,lora --grad-ckpt on --optimizer adamw --margin 0 --quiet \
   --out "$TMP/report.html"
 
 browse "$TMP/dom.err" --dump-dom "file://$TMP/report.html#sort=-peak_gib" >"$TMP/dom.html" \
