@@ -811,15 +811,17 @@ int rules_eval_metric(const struct rule_book *rb, const struct rules_point *pt,
 }
 
 /* Rule bytes in the set's metric to device bytes: add what the model puts between that
- * metric and the device peak (allocator slack, CUDA context, communication buffers). */
+ * metric and the device peak (allocator slack, CUDA context, communication buffers). The
+ * offset is signed: `device` counts only what the allocator cannot give back (memmodel.h),
+ * so it can be below `reserved`; validate inverts this conversion exactly. */
 static uint64_t to_device(double v, int metric, const struct mem_estimate *e)
 {
     double extra = 0.0;
-    if (metric == RULES_RESERVED && e->device > e->reserved)
-        extra = (double)(e->device - e->reserved);
-    else if (metric == RULES_ALLOCATED && e->device > e->allocated)
-        extra = (double)(e->device - e->allocated);
-    double d = ceil(v + extra);
+    if (metric == RULES_RESERVED)
+        extra = (double)e->device - (double)e->reserved;
+    else if (metric == RULES_ALLOCATED)
+        extra = (double)e->device - (double)e->allocated;
+    double d = ceil(fmax(0.0, v + extra));
     return d >= 0x1p63 ? UINT64_C(1) << 63 : (uint64_t)d;
 }
 

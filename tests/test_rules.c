@@ -574,6 +574,47 @@ static void test_fit_exact(void **state)
     rmdir(dir);
 }
 
+/* with_model add: y = memory model + a signed correction; the fit recovers the signed
+ * coefficients (NNLS over [A, -A]), its held-out errors vanish and the band is the point. */
+static void test_fit_additive(void **state)
+{
+    (void)state;
+    struct fit_data d = {0};
+    struct input_error e;
+    char dir[] = "/tmp/test_fita.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char in[300];
+    snprintf(in, sizeof in, "%s/m.csv", dir);
+    write_measured(in, ROW(1, 8, 2.1, "P") ROW(2, 8, 2.2, "P") ROW(4, 16, 2.45, "P")
+                       ROW(8, 64, 2.9, "P") ROW(2, 32, 2.6, "P"));
+    assert_int_equal(fit_data_load(&d, in, catalog(), &e), 0);
+    const int feat[2] = {rules_feature_parse("1"), rules_feature_parse("b*s*h*L")};
+    const double want[2] = {-3e8, 5.0}; /* the model is 300 MB high, then grows slower */
+    size_t idx[5] = {0, 1, 2, 3, 4};
+    for (size_t i = 0; i < 5; i++) {
+        assert_true(d.rows[i].model_bytes > 1e9); /* gemma-2b QLoRA: the model's allocated */
+        d.rows[i].y = fit_predict(&d, i, feat, 2, FIT_ADD, want);
+        assert_true(fabs(d.rows[i].y - d.rows[i].model_bytes - want[0] -
+                         want[1] * fit_feature(&d, i, feat[1])) < 1.0);
+    }
+    double coef[2];
+    struct fit_stats st;
+    assert_int_equal(fit_candidate(&d, idx, 5, feat, 2, FIT_ADD, coef, &st), 0);
+    assert_true(fabs(coef[0] - want[0]) < 1e-6 * fabs(want[0]));
+    assert_true(fabs(coef[1] - want[1]) < 1e-6 * want[1]);
+    assert_true(st.rms_pct < 1e-6 && st.loo_max_pct < 1e-6);
+    assert_int_equal(st.lomo_models, 0); /* one model: nothing to leave out */
+    assert_true(fabs(st.band_lo - 1.0) < 1e-6 && fabs(st.band_hi - 1.0) < 1e-6);
+    /* defaults: 1, b*s*h*L, b*s*v, b*s, no more than rows - 1 */
+    int def[8];
+    assert_int_equal(fit_default_add_features(3, def), 2);
+    assert_int_equal(fit_default_add_features(9, def), 4);
+    assert_int_equal(def[3], rules_feature_parse("b*s"));
+    fit_data_free(&d);
+    unlink(in);
+    rmdir(dir);
+}
+
 /* ---- the shipped Salisbury rules against Table I ------------------------------------ */
 
 struct comparison {
@@ -744,6 +785,7 @@ int main(void)
         cmocka_unit_test(test_nnls_degenerate),
         cmocka_unit_test(test_fit_command),
         cmocka_unit_test(test_fit_exact),
+        cmocka_unit_test(test_fit_additive),
         cmocka_unit_test(test_salisbury),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
