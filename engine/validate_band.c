@@ -72,8 +72,13 @@ static void print_source(const struct validate_row *rows, size_t n, const char *
         qsort(w, banded, sizeof *w, cmp_double);
         median = banded % 2 ? w[banded / 2] : 0.5 * (w[banded / 2 - 1] + w[banded / 2]);
     }
+    if (!banded) { /* nothing predicted: no coverage to state */
+        printf("%-24.24s %5zu %7zu %7zu %10s %13s\n", source ? source : "all", banded, none, in,
+               "-", "-");
+        return;
+    }
     printf("%-24.24s %5zu %7zu %7zu %10.1f %13.1f\n", source ? source : "all", banded, none, in,
-           banded ? 100.0 * (double)in / (double)banded : 0.0, median);
+           100.0 * (double)in / (double)banded, median);
 }
 
 /* Whether another source measured the same stack and metric: the rows a band built from
