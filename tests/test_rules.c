@@ -542,19 +542,28 @@ static void test_fit_command(void **state)
     rmdir(dir);
 }
 
-static void test_fit_exact(void **state)
+/* Five gemma-2b QLoRA rows (batch and rank vary) loaded as fitting data; the file is
+ * removed again. */
+static void load_five(struct fit_data *d)
 {
-    (void)state;
-    struct fit_data d = {0};
     struct input_error e;
-    char dir[] = "/tmp/test_fitx.XXXXXX";
+    char dir[] = "/tmp/test_fit5.XXXXXX";
     assert_non_null(mkdtemp(dir));
     char in[300];
     snprintf(in, sizeof in, "%s/m.csv", dir);
     write_measured(in, ROW(1, 8, 2.1, "P") ROW(2, 8, 2.2, "P") ROW(4, 16, 2.45, "P")
                        ROW(8, 64, 2.9, "P") ROW(2, 32, 2.6, "P"));
-    assert_int_equal(fit_data_load(&d, in, catalog(), &e), 0);
-    assert_int_equal(d.nrows, 5);
+    assert_int_equal(fit_data_load(d, in, catalog(), &e), 0);
+    assert_int_equal(d->nrows, 5);
+    unlink(in);
+    rmdir(dir);
+}
+
+static void test_fit_exact(void **state)
+{
+    (void)state;
+    struct fit_data d = {0};
+    load_five(&d);
     /* synthesize y from known coefficients, then recover them */
     const int feat[3] = {rules_feature_parse("1"), rules_feature_parse("trainable"),
                          rules_feature_parse("b*s*v")};
@@ -570,8 +579,6 @@ static void test_fit_exact(void **state)
     assert_true(st.rms_pct < 1e-6 && st.loo_max_pct < 1e-6);
     assert_int_equal(fit_candidate(&d, idx, 3, feat, 3, FIT_REPLACE, coef, &st), -1); /* n <= k */
     fit_data_free(&d);
-    unlink(in);
-    rmdir(dir);
 }
 
 /* with_model add: y = memory model + a signed correction; the fit recovers the signed
@@ -580,14 +587,7 @@ static void test_fit_additive(void **state)
 {
     (void)state;
     struct fit_data d = {0};
-    struct input_error e;
-    char dir[] = "/tmp/test_fita.XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char in[300];
-    snprintf(in, sizeof in, "%s/m.csv", dir);
-    write_measured(in, ROW(1, 8, 2.1, "P") ROW(2, 8, 2.2, "P") ROW(4, 16, 2.45, "P")
-                       ROW(8, 64, 2.9, "P") ROW(2, 32, 2.6, "P"));
-    assert_int_equal(fit_data_load(&d, in, catalog(), &e), 0);
+    load_five(&d);
     const int feat[2] = {rules_feature_parse("1"), rules_feature_parse("b*s*h*L")};
     const double want[2] = {-3e8, 5.0}; /* the model is 300 MB high, then grows slower */
     size_t idx[5] = {0, 1, 2, 3, 4};
@@ -611,8 +611,6 @@ static void test_fit_additive(void **state)
     assert_int_equal(fit_default_add_features(9, def), 4);
     assert_int_equal(def[3], rules_feature_parse("b*s"));
     fit_data_free(&d);
-    unlink(in);
-    rmdir(dir);
 }
 
 /* ---- the shipped Salisbury rules against Table I ------------------------------------ */
