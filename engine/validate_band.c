@@ -81,32 +81,6 @@ static void print_source(const struct validate_row *rows, size_t n, const char *
            100.0 * (double)in / (double)banded, median);
 }
 
-/* Whether another source measured the same stack and metric: the rows a band built from
- * other sources can speak for (README "Error band"). */
-static bool anchored(const struct validate_row *rows, size_t n, const struct validate_row *r)
-{
-    for (size_t i = 0; i < n; i++)
-        if (is_ok(&rows[i]) && strcmp(rows[i].source, r->source) &&
-            rows[i].key.stack == r->key.stack && !strcmp(rows[i].metric, r->metric))
-            return true;
-    return false;
-}
-
-/* Coverage over the rows whose stack and metric another source also measured. */
-static void print_anchored(const struct validate_row *rows, size_t n)
-{
-    size_t total = 0, in = 0;
-    printf("rows whose stack and metric another source measured too:");
-    for (size_t i = 0; i < n; i++) {
-        if (!is_ok(&rows[i]) || rows[i].band.level < 0 || !anchored(rows, n, &rows[i]))
-            continue;
-        total++;
-        in += inside(&rows[i]);
-    }
-    printf(" %zu of %zu inside, coverage %.1f %%\n", in, total,
-           total ? 100.0 * (double)in / (double)total : 0.0);
-}
-
 void validate_band_print(const struct validate_row *rows, size_t n)
 {
     double *w = malloc((n ? n : 1) * sizeof *w);
@@ -122,7 +96,6 @@ void validate_band_print(const struct validate_row *rows, size_t n)
             print_source(rows, n, rows[i].source, w);
     }
     print_source(rows, n, NULL, w);
-    print_anchored(rows, n);
     free(w);
 }
 

@@ -83,7 +83,8 @@ static double model_bytes(struct model_plan *p, const struct train_config *c, in
 {
     if (!g)
         g = catalog_find_gpu(cat, JOB_DEFAULT_GPU);
-    struct mem_options mo = {false, g ? g->context_bytes : 0};
+    struct mem_options mo = {false, g ? g->context_bytes : 0,
+                             g ? g->cublas_ws_bytes : CUBLAS_WS_DEFAULT};
     if (metric < 0 || train_config_check(c, p->spec.heads, p->spec.kv_heads))
         return 0.0;
     if (memmodel_uses_llmem(c->stack, &mo))
