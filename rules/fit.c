@@ -83,8 +83,11 @@ static double model_bytes(struct model_plan *p, const struct train_config *c, in
 {
     if (!g)
         g = catalog_find_gpu(cat, JOB_DEFAULT_GPU);
-    struct mem_options mo = {false, g ? g->context_bytes : 0,
-                             g ? g->cublas_ws_bytes : CUBLAS_WS_DEFAULT};
+    if (!g)
+        return 0.0;
+    /* the GPU's terms as validate takes them (engine/validate.c, predict_bytes) */
+    struct mem_options mo = {.paper = false, .base_bytes = g->context_bytes,
+                             .blas_ws = g->cublas_ws_bytes, .nccl_bytes = g->nccl_bytes};
     if (metric < 0 || train_config_check(c, p->spec.heads, p->spec.kv_heads))
         return 0.0;
     if (memmodel_uses_llmem(c->stack, &mo))

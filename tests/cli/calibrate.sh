@@ -7,7 +7,7 @@ M="$TMP/qwen7b.csv"
   grep ',Qwen/Qwen-7B-Chat,' "$PROJECT/datasets/measured/public-2.csv" || true
   grep '^Qwen/Qwen-7B-Chat,' "$PROJECT/datasets/measured/public-2.csv" || true; } > "$M"
 [ "$(wc -l < "$M")" -ge 6 ] || fail "fewer than 5 Qwen-7B rows in public-2.csv"
-expect_exit 0 "$BIN" fit --measured "$M" --match stack=hf --with-model add --set mine --out "$TMP/mine.csv"
+expect_exit 0 "$BIN" fit --measured "$M" --match stack=hf-4.31 --with-model add --set mine --out "$TMP/mine.csv"
 cp "$TMP/out" "$TMP/fit.txt"
 cat "$TMP/fit.txt"
 for key in 'mine,,with_model,add' 'mine,,band.lo,' 'mine,,band.hi,' 'mine,peak,1,' 'mine,peak,b*s*h*L,' \
@@ -33,7 +33,7 @@ sys.exit(0 if ok and lo <= 1 <= hi else 1)
 PY
 # explain and the sweep: the calibrated peak carries the calibration's band
 cfg=(--model Qwen/Qwen-7B-Chat --finetune lora --lora-r 8 --lora-targets attn --grad-ckpt on
-     --precision bf16 --seq 2048 --gpu A100-SXM-80GB --rules "$TMP/mine.csv")
+     --precision bf16 --seq 2048 --gpu A100-SXM-80GB --stack hf-4.31 --rules "$TMP/mine.csv")
 expect_exit 0 "$BIN" explain "${cfg[@]}" --micro-batch 1
 grep -q '^band .*group calibration' "$TMP/out" || fail "explain does not show the calibration's band: $(grep '^band' "$TMP/out")"
 grep -q '^peak .*by measured rule mine/peak' "$TMP/out" || fail "explain does not name the calibration"
