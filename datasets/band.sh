@@ -7,5 +7,5 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:-$here/../build/llmem-sweep}
 out=${2:-$here/band.csv}
-LC_ALL=C exec "$bin" validate --data "$here" --summary --write-band "$out" \
+LC_ALL=C exec "$bin" validate --catalog "$here" --summary --write-band "$out" \
   $(LC_ALL=C ls "$here"/measured/*.csv | sed 's/^/--measured /') > /dev/null

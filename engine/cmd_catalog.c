@@ -11,10 +11,10 @@ static int load(int argc, char **argv, struct catalog *c)
 {
     const char *dir = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--data") && i + 1 < argc) {
+        if ((!strcmp(argv[i], "--catalog") || !strcmp(argv[i], "--data")) && i + 1 < argc) {
             dir = argv[++i];
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: llmem-sweep %s [--data DIR]\n", argv[0]);
+            printf("usage: llmem-sweep %s [--catalog DIR]\n", argv[0]);
             return -1;
         } else {
             fprintf(stderr, "llmem-sweep: %s: unknown option '%s'\n", argv[0], argv[i]);

@@ -27,7 +27,7 @@ static int parse_args(int argc, char **argv, struct vargs *a)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             puts("usage: llmem-sweep validate --measured FILE.csv... [--out FILE.csv] [--rules PATH]\n"
-                 "                            [--summary] [--fail-above PCT] [--paper] [--data DIR]\n"
+                 "                            [--summary] [--fail-above PCT] [--paper] [--catalog DIR]\n"
                  "                            [--write-band FILE.csv]\n"
                  "Predicts each measured row for its metric (allocated, reserved, device,\n"
                  "reserved-delta) and prints predicted / measured / error per row and a summary\n"
@@ -55,8 +55,8 @@ static int parse_args(int argc, char **argv, struct vargs *a)
             a->out = v;
         else if (!strcmp(argv[i - 1], "--rules"))
             a->rules = v;
-        else if (!strcmp(argv[i - 1], "--data"))
-            a->data = v;
+        else if (!strcmp(argv[i - 1], "--catalog") || !strcmp(argv[i - 1], "--data"))
+            a->data = v; /* --data DIR is the older spelling */
         else if (!strcmp(argv[i - 1], "--write-band"))
             a->write_band = v;
         else if (!strcmp(argv[i - 1], "--fail-above")) {

@@ -56,12 +56,12 @@ expect_exit 2 "$BIN" "${one[@]}" --margin -5
 # a damaged table is an input error naming file, line and column
 mkdir -p "$TMP/data" && cp "$PROJECT"/datasets/models.csv "$PROJECT"/datasets/gpus.csv "$TMP/data/"
 printf 'stack,finetune,data,rows,sources,lo,hi\nhf,*,packed,19,3,0.9,1.1\n' > "$TMP/data/band.csv"
-expect_exit 3 "$BIN" "${one[@]}" --data "$TMP/data"
+expect_exit 3 "$BIN" "${one[@]}" --catalog "$TMP/data"
 expect_err "band.csv:2: stack: a group leaves open the fields after the first '*'"
 printf 'stack,finetune,data,rows,sources,lo,hi\nhf,*,*,19,3,1.2,1.1\n' > "$TMP/data/band.csv"
-expect_exit 3 "$BIN" "${one[@]}" --data "$TMP/data"
+expect_exit 3 "$BIN" "${one[@]}" --catalog "$TMP/data"
 expect_err "band.csv:2: lo"
 # a data folder without band.csv has no band: --margin auto is the point prediction
 rm "$TMP/data/band.csv"
-expect_exit 0 "$BIN" "${one[@]}" --data "$TMP/data" --out "$TMP/none.csv"
+expect_exit 0 "$BIN" "${one[@]}" --catalog "$TMP/data" --out "$TMP/none.csv"
 finish
