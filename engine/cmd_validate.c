@@ -176,29 +176,83 @@ static void print_summary(const struct validate_row *rows, size_t n)
     puts(beyond ? "" : " none");
 }
 
-/* The speed model against the throughput some sources print (tokens_per_s_gpu). */
-static void print_speed(const struct validate_row *rows, size_t n, bool summary_only)
+/* Pairwise ordering agreement of the rows of one source (NULL: all): over the pairs of
+ * one group (same table, same model) whose measurements differ, the pairs the model
+ * orders as measured. */
+static void ordering(const struct validate_row *rows, size_t n, const char *source, int *pairs,
+                     int *agree)
+{
+    *pairs = *agree = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct validate_row *a = &rows[i];
+        if (a->predicted_tps <= 0 || (source && strcmp(a->source, source) != 0))
+            continue;
+        for (size_t j = i + 1; j < n; j++) {
+            const struct validate_row *b = &rows[j];
+            if (b->predicted_tps <= 0 || strcmp(a->group, b->group) != 0 ||
+                a->measured_tps == b->measured_tps)
+                continue;
+            *pairs += 1;
+            *agree += (a->measured_tps > b->measured_tps) == (a->predicted_tps > b->predicted_tps);
+        }
+    }
+}
+
+static double speed_error(const struct validate_row *r)
+{
+    return 100.0 * (r->predicted_tps - r->measured_tps) / r->measured_tps;
+}
+
+/* One summary line of the speed model for a source (NULL: all). */
+static void speed_stats(const struct validate_row *rows, size_t n, const char *source)
 {
     double err[VALIDATE_ROW_MAX], bias = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].predicted_tps > 0 && (!source || !strcmp(rows[i].source, source))) {
+            err[k++] = fabs(speed_error(&rows[i]));
+            bias += speed_error(&rows[i]);
+        }
+    if (!k)
+        return;
+    int pairs, agree;
+    ordering(rows, n, source, &pairs, &agree);
+    double median = median_sorted(err, k);
+    printf("%-24.24s %5zu %9.1f %9.1f %+9.1f %7d ", source ? source : "all", k, median, err[k - 1],
+           bias / (double)k, pairs);
+    if (pairs)
+        printf("%9.1f\n", 100.0 * agree / pairs);
+    else
+        printf("%9s\n", "-");
+}
+
+/* The speed model against the throughput some sources print (tokens_per_s_gpu): per row,
+ * then per source the median |error| and the pairwise ordering agreement. */
+static void print_speed(const struct validate_row *rows, size_t n, bool summary_only)
+{
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const struct validate_row *r = &rows[i];
         if (r->predicted_tps <= 0)
             continue;
-        if (!k && !summary_only)
+        if (!k++ && !summary_only)
             printf("\n%-10s %-44s %10s %10s %8s\n", "id", "model", "tok/s/GPU", "predicted", "error %");
-        double e = 100.0 * (r->predicted_tps - r->measured_tps) / r->measured_tps;
         if (!summary_only)
             printf("%-10s %-44.44s %10.0f %10.0f %+8.1f\n", r->id[0] ? r->id : "-", r->model,
-                   r->measured_tps, r->predicted_tps, e);
-        err[k++] = fabs(e);
-        bias += e;
+                   r->measured_tps, r->predicted_tps, speed_error(r));
     }
     if (!k)
         return;
-    double median = median_sorted(err, k);
-    printf("\nspeed (tokens/s per GPU): %zu rows, median |error| %.1f %%, max %.1f %%, bias %+.1f %%\n",
-           k, median, err[k - 1], bias / (double)k);
+    printf("\nspeed (tokens/s per GPU)\n%-24s %5s %9s %9s %9s %7s %9s\n", "source", "rows",
+           "median|%|", "max|%|", "bias %", "pairs", "order %");
+    for (size_t i = 0; i < n; i++) {
+        bool first = rows[i].predicted_tps > 0;
+        for (size_t j = 0; first && j < i; j++)
+            first = rows[j].predicted_tps <= 0 || strcmp(rows[j].source, rows[i].source) != 0;
+        if (first)
+            speed_stats(rows, n, rows[i].source);
+    }
+    speed_stats(rows, n, NULL);
 }
 
 static int write_csv(const char *path, const struct validate_row *rows, size_t n)

@@ -200,6 +200,7 @@ static int gemma_extra(struct reader *r);
 static int stablelm_extra(struct reader *r);
 static int falcon_extra(struct reader *r);
 static int qwen_extra(struct reader *r);
+static int mpt_extra(struct reader *r);
 
 /* One row per model.h supported type. Defaults cite the HF config class of that type. */
 static const struct hf_class classes[] = {
@@ -298,6 +299,12 @@ static const struct hf_class classes[] = {
     {.type = "stablelm", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
      .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
      .head_dim = K1("head_dim"), .max_pos_default = 4096, .extra = stablelm_extra},
+    /* MptConfig: d_model/n_heads/n_layers (attribute_map aliases hidden_size, ...);
+     * expansion_ratio (default 4) sets the MLP width (mpt_extra); ALiBi, so max_seq_len
+     * (default 2048) is the training length, not a position table. */
+    {.type = "mpt", .hidden = K2("d_model", "hidden_size"),
+     .layers = K2("n_layers", "num_hidden_layers"), .heads = K2("n_heads", "num_attention_heads"),
+     .ffn_4x = true, .max_pos = K1("max_seq_len"), .max_pos_default = 2048, .extra = mpt_extra},
 };
 
 static const struct hf_class *find_class(const char *type)
@@ -549,6 +556,22 @@ static int falcon_extra(struct reader *r)
     m->qkv_bias = m->o_bias = m->mlp_bias = bias;
     if (alibi)
         m->pos = POS_ALIBI;
+    return 0;
+}
+
+static int mpt_extra(struct reader *r)
+{
+    static const struct keyspec ratio_key = K1("expansion_ratio");
+    struct model_spec *m = r->m;
+    int64_t ratio;
+    bool no_bias;
+    /* MptMLP: up_proj is d_model -> expansion_ratio * d_model (default 4); no_bias (default
+     * True) removes the bias of every Linear. */
+    if (get_dim(r, &ratio_key, 4, F_INTERMEDIATE, &ratio) != 0 ||
+        get_bool(r, "no_bias", true, &no_bias) != 0)
+        return -1;
+    m->intermediate = ratio * m->hidden;
+    m->qkv_bias = m->o_bias = m->mlp_bias = !no_bias;
     return 0;
 }
 

@@ -49,13 +49,16 @@ static const struct family families[] = {
     {"phi3",       RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   1,   1,   0},
     {"falcon",     LN,  MLP_PLAIN, POS_ROTARY,  1, 0,  1,   0,   0,   0,   0,    0,   1,   0,   0},
     {"stablelm",   LN,  MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0},
+    /* modeling_mpt.py: fused Wqkv, ALiBi, tied lm_head; no_bias=True (MptConfig default)
+     * drops every bias, the LayerNorms' too, which the tensor model keeps (2*hidden a norm). */
+    {"mpt",        LN,  MLP_PLAIN, POS_ALIBI,   2, 0,  1,   0,   0,   0,   0,    0,   1,   0,   0},
 };
 #undef LN
 #undef RMS
 
 const char *const model_supported_types[] = {
     "opt", "bloom", "codegen", "biogpt", "gpt_bigcode", "gpt_neo", "gpt2", "gpt_neox", "llama",
-    "mistral", "qwen2", "qwen", "gemma", "gemma2", "phi", "phi3", "falcon", "stablelm", NULL,
+    "mistral", "qwen2", "qwen", "gemma", "gemma2", "phi", "phi3", "falcon", "stablelm", "mpt", NULL,
 };
 
 bool model_family_defaults(const char *model_type, struct model_spec *m)

@@ -1,6 +1,8 @@
 /* speed.c: the step-time model (see speed.h). */
 #include "speed.h"
 
+#include <string.h>
+
 static double dense_rate(const struct gpu_spec *g, enum precision p)
 {
     double r = g->fp32_tflops;
@@ -13,85 +15,260 @@ static double dense_rate(const struct gpu_spec *g, enum precision p)
     return r * 1e12;
 }
 
-/* Ring all-reduce moves 2 (n-1)/n of the data per GPU, all-gather and reduce-scatter
- * (n-1)/n each (Patarasuk & Yuan 2009; NCCL performance notes). */
+/* Matmul: Maximum Achievable Matmul FLOPS over the dense peak, bf16, from the MAMF table of
+ * github.com/stas00/ml-engineering compute/accelerator/README.md (mamf-finder.py, torch
+ * 2.5-2.7): A100 SXM 271.2/312 = 0.869, A100 PCIe 252.9/312 = 0.811, H100 SXM 794.5/989 =
+ * 0.803, GH200 (the H200's die and HBM3e) 828.6/989 = 0.836. GPUs without a published MAMF
+ * take 0.80, the low end of the NVIDIA rows.
+ * Attention: FlashAttention-2 forward+backward (causal, head dim 128) at long sequences:
+ * on A100 about 0.60 of the peak (Dao 2023, arXiv:2307.08691, fig. 4: ~190 TFLOP/s; the
+ * paper's 50-73 % is the forward, backward is slower); on H100 "up to 335 TFLOP/s" =
+ * 0.34 (same paper, section 4.1: FA2 uses no Hopper instructions). GPUs without a figure
+ * take 0.50, between the two. */
+void speed_gpu_eff(const struct gpu_spec *g, struct speed_gpu_eff *e)
+{
+    static const struct {
+        const char *prefix;
+        double matmul, attn;
+    } table[] = {
+        {"A100-SXM", 0.869, 0.60}, {"A100-PCIe", 0.811, 0.60}, {"H100", 0.803, 0.34},
+        {"H200", 0.836, 0.34},
+    };
+    e->matmul = 0.80;
+    e->attn = 0.50;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strncmp(g->name, table[i].prefix, strlen(table[i].prefix))) {
+            e->matmul = table[i].matmul;
+            e->attn = table[i].attn;
+        }
+}
+
+/* Bytes per collective: ring all-reduce moves 2 (n-1)/n of the data per GPU, all-gather
+ * and reduce-scatter (n-1)/n each (Patarasuk & Yuan 2009; NCCL performance notes). GPUs on
+ * PCIe without peer-to-peer (GeForce: NVIDIA disables P2P on consumer boards) go through
+ * host memory: NCCL's SHM transport copies each byte over PCIe twice. */
 static double ring(double bytes, int n, double passes, const struct gpu_spec *g)
 {
     if (n < 2)
         return 0;
-    return passes * bytes * (double)(n - 1) / (double)n / (g->interconnect_gbs * 1e9 * SPEED_LINK_EFF);
+    double link = g->interconnect_gbs * 1e9 * SPEED_LINK_EFF;
+    if (!strncmp(g->name, "RTX", 3))
+        link *= 0.5;
+    return passes * bytes * (double)(n - 1) / (double)n / link;
+}
+
+/* One GEMM class per Linear role: forward 2*w FLOPs per token; bytes per token read input
+ * and write output (rows + cols per matrix, lora_io); the weight is read once per pass
+ * (bytes_fixed). Backward: the input gradient always, the weight gradient when trained.
+ * Returns the GEMM kernels of one block's forward. */
+static int prepare_gemms(const struct model_plan *p, const struct train_config *c, double e,
+                          double fwd_passes, struct speed_prepared *sp)
+{
+    const double tp = (double)c->tp;
+    const bool full = c->finetune == FT_FULL;
+    double wbytes = c->quant == QUANT_NONE || full ? e : (c->quant == QUANT_INT8 ? 1.0 : 0.5);
+    int kernels = 0;
+    sp->ngemm = 0;
+    sp->flops_tok = 0;
+    for (int role = ROLE_PROJ; role < ROLE_COUNT; role++) {
+        double w = (double)p->role_w[role];
+        if (role == ROLE_NORM || w <= 0)
+            continue;
+        bool head = role == ROLE_LM_HEAD;
+        struct speed_gemm *k = &sp->gemm[sp->ngemm++];
+        k->flops_tok = 2.0 * w / tp;
+        k->bytes_tok = (double)p->lora_io[role] * e / tp;
+        k->bytes_fixed = w / tp * (head ? e : wbytes);
+        /* the lm_head runs once: checkpointing does not recompute it */
+        k->passes = (head ? 1.0 : fwd_passes) + 1.0 + (full ? 1.0 : 0.0);
+        kernels += head ? 0 : 1;
+    }
+    if (!p->head_p) { /* a tied head is the embedding matrix used as a Linear */
+        double w = (double)p->embed_p;
+        struct speed_gemm *k = &sp->gemm[sp->ngemm++];
+        k->flops_tok = 2.0 * w / tp;
+        k->bytes_tok = (double)(p->spec.hidden + p->spec.vocab) * e / tp;
+        k->bytes_fixed = w / tp * e;
+        k->passes = 2.0 + (full ? 1.0 : 0.0);
+    }
+    /* LoRA: A (in -> r) and B (r -> out) per target matrix: 2 r (in + out) FLOPs per token;
+     * they read the layer input and write/add to its output (PEFT: dropout, A, B, scaling,
+     * add): about three passes over in + out. Always trained. */
+    for (int role = ROLE_PROJ; !full && role < ROLE_COUNT; role++) {
+        if (!(c->lora_targets & TARGET_BIT(role)) || p->lora_io[role] <= 0)
+            continue;
+        struct speed_gemm *k = &sp->gemm[sp->ngemm++];
+        k->flops_tok = 2.0 * (double)c->lora_r * (double)p->lora_io[role] / tp;
+        k->bytes_tok = 3.0 * (double)p->lora_io[role] * e / tp;
+        k->bytes_fixed = 0;
+        k->passes = fwd_passes + 2.0;
+        kernels += 4; /* dropout, A, B, scaled add */
+    }
+    for (int i = 0; i < sp->ngemm; i++)
+        sp->flops_tok += sp->gemm[i].flops_tok * sp->gemm[i].passes;
+    return kernels;
+}
+
+/* Memory-bound bytes per token of one forward pass through the blocks, e bytes an
+ * element. Eager PyTorch: a fused LayerNorm reads and writes the hidden state (2e); HF's
+ * and torchtune's RMSNorm upcast to fp32 in ~8 kernels (to(fp32), pow, mean, rsqrt, mul,
+ * to(dtype), weight mul: ~36 bytes an element in bf16); two residual adds (3e each); GELU
+ * reads and writes the intermediate (2e), SwiGLU silu + mul (5e); rotary on q and k
+ * (rotate_half, cat, two muls, add: ~10e); the attention output transpose (2e).
+ * torch.compile fuses each group into one read and one write. */
+static double elementwise_fwd(const struct model_spec *m, const struct train_config *c, double e)
+{
+    const bool compiled = (c->features & FEAT_COMPILE) != 0;
+    const double tp = (double)c->tp, h = (double)m->hidden;
+    const double inter = (double)m->intermediate / tp;
+    const double qk = (double)((m->heads + m->kv_heads) * m->head_dim) / tp;
+    double norm = (m->norm == NORM_RMSNORM && !compiled) ? 18.0 * e : 2.0 * e;
+    double bytes = (double)m->norms_per_layer * norm * h + 2.0 * 3.0 * e * h + 2.0 * e * h;
+    if (m->mlp == MLP_GATED)
+        bytes += (compiled ? 3.0 : 5.0) * e * inter;
+    else
+        bytes += 2.0 * e * inter;
+    if (m->pos == POS_ROTARY)
+        bytes += (compiled ? 2.0 : 10.0) * e * qk;
+    return bytes * (double)m->layers;
+}
+
+/* Kernels of one forward pass (launch cost): per block the GEMMs, norms (8 when RMSNorm runs
+ * unfused), two residual adds, the activation, rotary (~6), attention; backward about twice. */
+static double kernels_fwd(const struct model_spec *m, const struct train_config *c, int gemms)
+{
+    const bool compiled = (c->features & FEAT_COMPILE) != 0;
+    double per = (double)gemms;
+    if (compiled)
+        return (double)m->layers * (per + 6.0);
+    per += (double)m->norms_per_layer * (m->norm == NORM_RMSNORM ? 8.0 : 1.0) + 2.0 +
+           (m->mlp == MLP_GATED ? 2.0 : 1.0) + (m->pos == POS_ROTARY ? 6.0 : 0.0) + 3.0;
+    return (double)m->layers * per;
+}
+
+static void prepare_comm(const struct model_plan *p, const struct train_config *c,
+                         const struct gpu_spec *g, double trained, double fwd_passes,
+                         struct speed_prepared *sp)
+{
+    const double tp = (double)c->tp;
+    double grad_bytes = trained / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
+    double p16 = (double)p->params / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
+    sp->overlap = OVERLAP_NONE;
+    sp->comm_fixed_s = sp->comm_first_s = 0;
+    switch (c->method) {
+    case METHOD_CDP: /* DDP: bucketed all-reduce of the gradients during backward */
+        sp->overlap = OVERLAP_DDP;
+        sp->comm_fixed_s = ring(grad_bytes, c->dp, 2.0, g);
+        sp->comm_first_s = ring(grad_bytes < SPEED_DDP_BUCKET_BYTES ? grad_bytes : SPEED_DDP_BUCKET_BYTES,
+                                c->dp, 2.0, g);
+        break;
+    case METHOD_ADP:
+    case METHOD_DPTP: /* ZeRO-3/FSDP: gather for forward and backward, reduce-scatter grads,
+                       * one unit (block) ahead of compute; the first gather is exposed */
+        sp->overlap = OVERLAP_FSDP;
+        sp->comm_fixed_s = ring(p16, c->dp, 2.0, g) + ring(grad_bytes, c->dp, 1.0, g);
+        sp->comm_first_s = sp->comm_fixed_s / (double)(p->spec.layers + 1);
+        break;
+    default:
+        break;
+    }
+    /* TP: two all-reduces of a [tokens, h] activation per block forward, two backward, on
+     * the critical path (Megatron-LM: the next GEMM needs the reduced activation) */
+    sp->act_comm_tok = 0;
+    if (c->tp > 1) {
+        double e = c->precision == PREC_FP32 ? 4.0 : 2.0;
+        double per_tok = (double)p->spec.hidden * e * (double)p->spec.layers * 2.0 * (fwd_passes + 1.0);
+        sp->act_comm_tok = ring(per_tok, c->tp, 2.0, g);
+    }
 }
 
 void speed_prepare(const struct model_plan *p, const struct train_config *c,
                    const struct gpu_spec *g, struct speed_prepared *sp)
 {
+    const struct model_spec *m = &p->spec;
     const double tp = (double)c->tp;
-    const double bw = g->mem_bw_gbs * 1e9;
     const bool full = c->finetune == FT_FULL;
-    /* every Linear weight (the tied lm_head too) does 2 FLOPs per token forward */
-    double head = p->head_p ? 0 : (double)p->embed_p;
-    double lora = full ? 0 : (double)plan_lora_params(p, c->lora_targets, c->lora_r);
-    sp->matmul_params = ((double)p->linear_w + head + lora) / tp;
-    /* causal attention: QK^T and AV are 2 * s * q FLOPs each per token, halved by the mask */
-    sp->attn_flops_tok = 2.0 * (double)(p->spec.heads * p->spec.head_dim) * (double)p->spec.layers / tp;
-    /* backward: input gradients (1x forward) plus weight gradients (1x) when trained */
-    sp->bwd_factor = full ? 2.0 : 1.0 + lora / (sp->matmul_params * tp);
-    sp->fwd_passes = c->grad_ckpt ? 2.0 : 1.0;
-    sp->rate = dense_rate(g, c->precision) * SPEED_MFU;
+    const double e = c->precision == PREC_FP32 ? 4.0 : 2.0;
+    const double fwd_passes = c->grad_ckpt ? 2.0 : 1.0;
+    struct speed_gpu_eff eff;
+    speed_gpu_eff(g, &eff);
+    const double peak = dense_rate(g, c->precision);
+    sp->matmul_rate = peak * eff.matmul;
+    sp->bw = g->mem_bw_gbs * 1e9 * SPEED_BW_EFF;
+    int gemms = prepare_gemms(p, c, e, fwd_passes, sp);
+
+    /* causal attention: QK^T and AV are 2 * s * q FLOPs each per token, halved by the mask;
+     * backward 2.5x forward (FA2: five matmuls to forward's two) */
+    sp->attn_flops_tok = 2.0 * (double)(m->heads * m->head_dim) * (double)m->layers / tp;
+    sp->attn_passes = fwd_passes + 2.5;
+    sp->attn_rate = peak * eff.attn;
+    if (c->features & FEAT_TRITON_ATTN)
+        sp->attn_rate /= SPEED_TRITON_ATTN_SLOWDOWN;
+    sp->attn_bytes_tok = 0;
+    if (c->features & FEAT_EAGER_ATTN) {
+        /* eager: the full s x s scores, at matmul speed, plus their bytes: matmul output
+         * (2), mask add (6), fp32 softmax (6), cast back (6), read by AV (2) = 22 bytes a
+         * score forward, twice that backward */
+        sp->attn_rate = sp->matmul_rate * 0.5; /* no causal skip: twice the FLOPs */
+        sp->attn_bytes_tok = 22.0 * (double)(m->heads * m->layers) / tp * (fwd_passes + 2.0);
+    }
+
+    /* memory-bound work: forward passes, backward about twice forward's bytes (gradient in,
+     * saved input, gradient out); cross-entropy over the vocabulary in fp32 (logits read,
+     * upcast, log_softmax, its gradient, cast back: ~28 bytes a logit); embedding lookup */
+    sp->elem_bytes_tok = elementwise_fwd(m, c, e) * (fwd_passes + 2.0) +
+                         28.0 * (double)m->vocab / tp + 3.0 * e * (double)m->hidden;
 
     /* optimizer step: read weights, grads and two states, write weights and states */
-    double trained = full ? (double)p->params : lora;
+    double trained = full ? (double)p->params : (double)plan_lora_params(p, c->lora_targets, c->lora_r);
     double shard = (c->method == METHOD_ADP || c->method == METHOD_DPTP) ? (double)c->dp : 1.0;
     double wt = c->precision == PREC_BF16_PURE ? 2.0 : 4.0;
     double opt_bytes = trained / tp / shard * wt * (c->optimizer == OPT_SGD ? 3.0 : 7.0);
-    sp->fixed_s = opt_bytes / bw;
+    sp->fixed_s = opt_bytes / sp->bw;
     /* quantized base: each matmul reads the packed weight and writes/reads a 16-bit copy */
-    double dq = 0;
     if (!full && c->quant != QUANT_NONE)
-        dq = (double)(p->linear_w - p->head_p) / tp * (c->quant == QUANT_INT8 ? 5.0 : 4.5) *
-             (1.0 + sp->fwd_passes) / bw;
-    sp->fixed_s += dq;
-    /* kernel launches: forward passes plus a backward of twice as many kernels */
-    sp->fixed_s += (double)p->spec.layers * SPEED_KERNELS_PER_BLOCK * (sp->fwd_passes + 2.0) *
-                   SPEED_LAUNCH_S;
-
-    double grad_bytes = trained / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
-    double p16 = (double)p->params / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
-    sp->comm_fixed_s = 0;
-    switch (c->method) {
-    case METHOD_CDP: /* DDP: one all-reduce of the gradients */
-        sp->comm_fixed_s = ring(grad_bytes, c->dp, 2.0, g);
-        break;
-    case METHOD_ADP:
-    case METHOD_DPTP: /* ZeRO-3: gather for forward and backward, reduce-scatter grads */
-        sp->comm_fixed_s = ring(p16, c->dp, 2.0, g) + ring(grad_bytes, c->dp, 1.0, g);
-        break;
-    default:
-        break;
-    }
-    /* TP: two all-reduces of a [tokens, h] activation per block forward, two backward */
-    sp->act_comm_tok = 0;
-    if (c->tp > 1) {
-        double e = c->precision == PREC_FP32 ? 4.0 : 2.0;
-        double per_tok = (double)p->spec.hidden * e * (double)p->spec.layers * 2.0 * (sp->fwd_passes + 1.0);
-        sp->act_comm_tok = ring(per_tok, c->tp, 2.0, g);
-    }
+        sp->fixed_s += (double)(p->linear_w - p->head_p) / tp * (c->quant == QUANT_INT8 ? 5.0 : 4.5) *
+                       (1.0 + fwd_passes) / sp->bw;
+    /* a trained embedding: its dense fp32 gradient is zeroed and accumulated (index_add) */
+    if (full)
+        sp->fixed_s += (double)p->embed_p / tp * 8.0 / sp->bw;
+    sp->fwd_share = fwd_passes / (fwd_passes + 2.0);
+    sp->host_s = kernels_fwd(m, c, gemms) * (fwd_passes + 2.0) * SPEED_LAUNCH_S;
+    prepare_comm(p, c, g, trained, fwd_passes, sp);
 }
 
 void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
                 struct speed_estimate *s)
 {
     const double b = (double)c->micro_batch, seq = (double)c->seq_len, tok = b * seq;
-    double fwd = 2.0 * sp->matmul_params * tok + sp->attn_flops_tok * tok * seq;
-    /* attention has no weight gradient: its backward is 2x its forward in any mode */
-    double attn = sp->attn_flops_tok * tok * seq;
-    double bwd = (fwd - attn) * sp->bwd_factor + 2.0 * attn;
-    s->flops = fwd * sp->fwd_passes + bwd;
-    s->compute_s = s->flops / sp->rate;
-    s->memory_s = sp->fixed_s;
-    s->comm_s = sp->comm_fixed_s + sp->act_comm_tok * tok;
-    /* summed in the order the ranking always used, so scores stay bit-identical */
-    s->step_time_s = s->compute_s + (sp->fixed_s + sp->comm_fixed_s) + sp->act_comm_tok * tok;
+    double gemm_s = 0;
+    for (int i = 0; i < sp->ngemm; i++) {
+        const struct speed_gemm *k = &sp->gemm[i];
+        double t_c = k->flops_tok * tok / sp->matmul_rate;
+        double t_m = (k->bytes_tok * tok + k->bytes_fixed) / sp->bw;
+        gemm_s += (t_c > t_m ? t_c : t_m) * k->passes;
+    }
+    /* FlashAttention at s: rate * s / (s + s_half), so time = flops * (s + s_half) / s */
+    double attn_flops = sp->attn_flops_tok * tok * seq;
+    double attn_s = sp->attn_flops_tok * tok * (seq + SPEED_ATTN_S_HALF) * sp->attn_passes / sp->attn_rate;
+    if (sp->attn_bytes_tok > 0)
+        attn_s = attn_flops * sp->attn_passes / sp->attn_rate + sp->attn_bytes_tok * tok * seq / sp->bw;
+    s->flops = sp->flops_tok * tok + attn_flops * sp->attn_passes;
+    s->compute_s = gemm_s + attn_s;
+    s->memory_s = sp->elem_bytes_tok * tok / sp->bw + sp->fixed_s;
+    double gpu = s->compute_s + s->memory_s;
+    if (gpu < sp->host_s) /* the host cannot launch kernels as fast as they finish */
+        gpu = sp->host_s;
+    double exposed = sp->comm_fixed_s;
+    if (sp->overlap == OVERLAP_FSDP) {
+        double hidden = gpu - sp->fixed_s; /* gathers overlap forward and backward */
+        exposed = (sp->comm_fixed_s > hidden ? sp->comm_fixed_s - hidden : 0) + sp->comm_first_s;
+    } else if (sp->overlap == OVERLAP_DDP) {
+        double bwd = (gpu - sp->fixed_s) * (1.0 - sp->fwd_share);
+        exposed = (sp->comm_fixed_s > bwd ? sp->comm_fixed_s - bwd : 0) + sp->comm_first_s;
+    }
+    s->comm_s = exposed + sp->act_comm_tok * tok;
+    s->step_time_s = gpu + s->comm_s;
     double global = b * (double)c->dp;
     s->samples_per_s = global / s->step_time_s;
     s->tokens_per_s = s->samples_per_s * seq;

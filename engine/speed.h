@@ -1,10 +1,25 @@
 /* speed.h: estimated step time and throughput of a configuration (DESIGN.md section 7).
  *
- * Compute: FLOPs of forward, backward (LoRA skips the weight gradients of frozen layers)
- * and recomputation under checkpointing, at the GPU's dense rate for the precision times
- * an efficiency factor. Memory-bound extras: the optimizer step and NF4/int8
- * dequantization. Communication: what each method moves over the intra-node interconnect.
- * Compute and communication are added (no overlap assumed: a conservative ranking). */
+ * The step is the sum of its kinds of work, each at the rate that bounds it:
+ *  - matrix multiplies, one class per Linear role (q, k, v, o, gate, up, down, lm_head and
+ *    the LoRA adapters): a roofline, max(FLOPs / matmul rate, bytes / memory bandwidth),
+ *    where the matmul rate is the GPU's dense peak times its measured maximum achievable
+ *    matmul efficiency (speed_gpu_eff), and the bytes are the weight plus the activations
+ *    the GEMM reads and writes. Forward, input gradient, weight gradient (trained only) and
+ *    recomputation under checkpointing;
+ *  - attention: FlashAttention FLOPs at the kernel's measured efficiency for the GPU
+ *    generation, which rises with the sequence length as s / (s + s_half); eager attention
+ *    as matmuls plus the bytes of its materialised scores;
+ *  - memory-bound work: norms, activations, rotary, residual adds, cross-entropy over the
+ *    vocabulary, the optimizer step and dequantization, by the bytes they move;
+ *  - communication: overlapped with compute where the method overlaps it (FSDP prefetches
+ *    the next unit's all-gather; DDP all-reduces buckets during backward), exposed where
+ *    it does not (tensor-parallel all-reduces); PCIe GPUs without peer-to-peer pay for
+ *    the trip through host memory;
+ *  - the host: each kernel costs a launch; the GPU runs behind the host, so the step takes
+ *    the longer of the two.
+ * Everything that does not depend on the micro-batch and sequence length is folded into
+ * struct speed_prepared once per configuration; speed_eval does a few multiplications. */
 #ifndef LLMEM_SPEED_H
 #define LLMEM_SPEED_H
 
@@ -12,18 +27,39 @@
 #include "plan.h"
 #include "train.h"
 
-/* Fraction of the dense peak a fine-tuning step reaches (model FLOPs utilisation). 0.40 is
- * the middle of the 35-45 % MFU reported for Megatron/FSDP fine-tuning of 7-70B models
- * (Narayanan et al. SC21; PyTorch FSDP paper, VLDB 2023). It scales every configuration
- * alike, so it changes absolute numbers, not the ranking between compute-bound points. */
-#define SPEED_MFU 0.40
 /* Fraction of the link bandwidth collectives reach (NCCL bus bandwidth vs. link rate). */
 #define SPEED_LINK_EFF 0.70
-/* A transformer block runs about 20 kernels forward (norms, projections, rotary, attention,
- * activations, residual adds) and twice that backward; each costs at least the CUDA launch
- * latency of ~5 us (NVIDIA CUDA C++ Best Practices Guide), which bounds small micro-batches. */
-#define SPEED_KERNELS_PER_BLOCK 20.0
+/* Fraction of the peak memory bandwidth streaming kernels reach: BabelStream's triad on
+ * A100-40GB runs at ~1.3-1.4 TB/s of 1.555 (Deakin et al., "Evaluating the performance of
+ * HPC-style SYCL applications", 2020, and the BabelStream results page), H100 about the same
+ * share. */
+#define SPEED_BW_EFF 0.85
+/* Host cost per kernel: the CUDA launch latency of ~5 us (NVIDIA CUDA C++ Best Practices
+ * Guide); the GPU overlaps it unless its kernels are shorter. */
 #define SPEED_LAUNCH_S 5e-6
+/* FlashAttention's efficiency at sequence length s is E * s / (s + SPEED_ATTN_S_HALF):
+ * the FA3 paper's forward benchmark (B*S = 16k, H*D = 2048, head dim 128; re-run in
+ * pytorch/benchmark commit ff65cb67, PR #2391, on H100) gives 430, 517, 566, 590, 614, 621
+ * TFLOP/s at s = 512..16k, i.e. 0.69, 0.83, 0.91, 0.95, 0.99 of the 16k rate: s_half = 250
+ * at 512, 243 at 1k, 269 at 2k. The FA2 paper (Dao 2023, fig. 4/5) shows the same rise on
+ * A100. */
+#define SPEED_ATTN_S_HALF 256.0
+/* The Triton FlashAttention kernel (flash_attn_triton.py, which llm-foundry's attn_impl
+ * triton runs) is 1.3-2.5x slower than FlashAttention-2 (Dao 2023, arXiv:2307.08691,
+ * abstract and fig. 4-6): the geometric middle, 1.8. */
+#define SPEED_TRITON_ATTN_SLOWDOWN 1.8
+/* DDP's gradient bucket (torch.nn.parallel.DistributedDataParallel bucket_cap_mb = 25):
+ * the last bucket's all-reduce runs after backward ends. */
+#define SPEED_DDP_BUCKET_BYTES (25.0 * 1024 * 1024)
+/* At most this many GEMM classes: 8 Linear roles, lm_head, and one LoRA class per role. */
+#define SPEED_GEMM_MAX 24
+
+/* Per-GPU efficiencies (speed.c cites each). */
+struct speed_gpu_eff {
+    double matmul; /* maximum achievable matmul FLOP/s over the dense peak (MAMF) */
+    double attn;   /* FlashAttention-2 forward+backward FLOP/s over the dense peak, long s */
+};
+void speed_gpu_eff(const struct gpu_spec *g, struct speed_gpu_eff *e);
 
 struct speed_estimate {
     double flops;         /* per GPU per step */
@@ -32,16 +68,32 @@ struct speed_estimate {
     double samples_per_s, tokens_per_s; /* whole job */
 };
 
+/* One class of GEMMs: per token FLOPs and activation bytes, weight bytes per pass. */
+struct speed_gemm {
+    double flops_tok, bytes_tok, bytes_fixed;
+    double passes; /* forward passes + input-gradient + weight-gradient GEMMs of one step */
+};
+
+enum speed_overlap { OVERLAP_NONE, OVERLAP_FSDP, OVERLAP_DDP };
+
 /* Batch-independent part of the speed model, per (model, config). */
 struct speed_prepared {
-    double matmul_params;   /* weights in matmuls per token, per GPU (TP divides) */
-    double attn_flops_tok;  /* attention score FLOPs per token per unit sequence length */
-    double bwd_factor;      /* backward FLOPs / forward FLOPs */
-    double fwd_passes;      /* forward passes per step: 1, or 2 with recomputation */
-    double rate;            /* FLOP/s reached */
-    double fixed_s;         /* optimizer step, dequantization, kernel launches */
-    double comm_fixed_s;    /* gradient and parameter collectives per step */
-    double act_comm_tok;    /* TP all-reduce seconds per token */
+    int ngemm;
+    struct speed_gemm gemm[SPEED_GEMM_MAX];
+    double matmul_rate, bw;  /* FLOP/s and bytes/s reached */
+    double flops_tok;        /* matmul FLOPs per token of one step (for the flops output) */
+    double attn_flops_tok;   /* causal attention forward FLOPs per token per unit of s */
+    double attn_passes;      /* forward passes + backward (2.5x forward, FA2) */
+    double attn_rate;        /* FlashAttention FLOP/s at long sequences */
+    double attn_bytes_tok;   /* eager attention: score bytes per token per unit of s, step */
+    double elem_bytes_tok;   /* memory-bound bytes per token of one step */
+    double fixed_s;          /* optimizer step, dequantization, embedding gradient */
+    double fwd_share;        /* share of compute in forward passes (DDP overlap) */
+    double host_s;           /* kernel launches of one step */
+    enum speed_overlap overlap;
+    double comm_fixed_s;     /* gradient and parameter collectives per step */
+    double comm_first_s;     /* what prefetching cannot hide: first gather / last bucket */
+    double act_comm_tok;     /* TP all-reduce seconds per token (exposed) */
 };
 
 void speed_prepare(const struct model_plan *p, const struct train_config *c,

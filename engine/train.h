@@ -50,6 +50,7 @@ enum feature {
     FEAT_TORCHAO_NF4 = 1u << 15, /* torchao NF4 (torchtune QLoRA): saves no Linear input */
     FEAT_QUANT_HEAD = 1u << 16,  /* a quantized base includes the lm_head */
     FEAT_LOGITS_KEPT = 1u << 17, /* the loop holds its fp32 logits through backward */
+    FEAT_TRITON_ATTN = 1u << 18, /* the Triton FlashAttention kernel (llm-foundry triton) */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */

@@ -28,6 +28,17 @@ static double metric_bytes(const char *metric, const struct mem_estimate *e,
     return 0;
 }
 
+/* tokens/s per GPU as the sources print it: per rank, b*s tokens per step */
+static void predict_speed(struct model_plan *p, const struct train_config *c,
+                          const struct gpu_spec *g, struct validate_row *out)
+{
+    struct speed_prepared sp;
+    struct speed_estimate se;
+    speed_prepare(p, c, g, &sp);
+    speed_eval(c, &sp, &se);
+    out->predicted_tps = se.tokens_per_s / (double)c->dp;
+}
+
 /* The model's prediction (with rules when they bind) for the row's metric, in bytes.
  * Returns NULL, or why the row cannot be predicted (written into why). */
 static const char *predict_bytes(struct model_plan *p, const struct train_config *c,
@@ -37,6 +48,10 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     const char *bad = train_config_check(c, p->spec.heads, p->spec.kv_heads);
     if (bad)
         return snprintf(why, n, "invalid configuration: %s", bad), why;
+    if (out->measured_tps > 0 && g)
+        predict_speed(p, c, g, out);
+    if (!strcmp(out->metric, "none"))
+        return snprintf(why, n, "throughput only (metric none)"), why;
     struct mem_options mo = {vo->paper, g ? g->context_bytes : 0,
                              g ? g->cublas_ws_bytes : CUBLAS_WS_DEFAULT,
                              g ? g->nccl_bytes : NCCL_BYTES_DEFAULT};
@@ -61,13 +76,6 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     }
     snprintf(out->phase, sizeof out->phase, "%s", mem_phase_name(est.peak_phase));
     out->predicted_gib = bytes / (double)GIB;
-    if (out->measured_tps > 0 && g) { /* per rank, as torchtune logs it: b*s per step */
-        struct speed_prepared sp;
-        struct speed_estimate se;
-        speed_prepare(p, c, g, &sp);
-        speed_eval(c, &sp, &se);
-        out->predicted_tps = se.tokens_per_s / (double)c->dp;
-    }
     if (strcmp(out->metric, "reserved-delta") != 0) { /* allocated <= reserved <= device */
         enum mem_phase at;
         out->floor_gib = (double)memmodel_floor(p, c, exact_seq, &at) / (double)GIB;
@@ -106,7 +114,7 @@ static int predict_row(const struct csv_table *t, size_t r, const struct validat
     if (rc > 0)
         skip = why;
     out->key = band_key_of(&c);
-    if (!skip && out->measured_gib <= 0)
+    if (!skip && out->measured_gib <= 0 && (strcmp(out->metric, "none") != 0 || out->measured_tps <= 0))
         skip = "no measured value";
     if (!skip && measured_row_model(t->path, out->model, vo->cat, &m) != 0)
         skip = "model not in the catalog and no config.json beside the CSV";
@@ -149,6 +157,12 @@ static void row_identity(const struct csv_table *t, size_t r, struct validate_ro
         snprintf(out->source, sizeof out->source, "%.*s", (int)(dash - out->id), out->id);
     else
         snprintf(out->source, sizeof out->source, "%s", measured_cell(t, r, "source"));
+    const char *group = measured_cell(t, r, "group");
+    if (*group)
+        snprintf(out->group, sizeof out->group, "%s", group);
+    else
+        snprintf(out->group, sizeof out->group, "%.60s|%.60s|%.30s", out->source, out->model,
+                 measured_cell(t, r, "gpu"));
 }
 
 long validate_file(const char *path, const struct validate_opts *vo, struct validate_row *rows,

@@ -3,7 +3,9 @@
  * Each row becomes a configuration of the memory model, predicted for the row's metric
  * (allocated, reserved, device, or reserved-delta: reserved minus what was resident
  * before training). Rows the model cannot represent get a reason instead; rows measured
- * below what their own configuration must hold (memmodel_floor) are marked inconsistent. */
+ * below what their own configuration must hold (memmodel_floor) are marked inconsistent.
+ * Rows with metric `none` carry only a throughput (tokens_per_s_gpu): the speed model is
+ * compared, the memory model is not (status "skipped: throughput only"). */
 #ifndef LLMEM_VALIDATE_H
 #define LLMEM_VALIDATE_H
 
@@ -33,6 +35,8 @@ struct validate_row {
     struct band_key key; /* the row's band group (band.h) */
     struct band band;    /* its band, leave-one-source-out (validate_band.h); level -1: none */
     struct band rule_band; /* the band of the rule set that predicted it (--rules), or level -1 */
+    char group[160];   /* rows whose throughput is compared pairwise: the `group` cell, else
+                        * source + model + gpu */
 };
 
 #define VALIDATE_ROW_MAX 4096

@@ -230,6 +230,36 @@ static void test_bloom_560m(void **state)
     assert_params(&m, 559214592);
 }
 
+/* MPT-7B (mosaicml/mpt-7b config.json): d_model/n_heads/n_layers, expansion_ratio 4,
+ * no_bias. Parameters by hand: embedding 50432*4096 = 206569472; per layer Wqkv 4096*12288
+ * + out_proj 4096^2 + up/down 2*4096*16384 = 201326592, plus two LayerNorms; 32 layers and
+ * a final norm. HF (no_bias) counts 6649286656; the tensor model keeps the LayerNorm
+ * biases, 65 * 4096 = 266240 more. */
+static void test_mpt_7b(void **state)
+{
+    struct model_spec m;
+    (void)state;
+    load_ok(HF_DIR "mpt-7b.json", &m);
+    assert_string_equal(m.model_type, "mpt");
+    assert_dims(&m, 32, 4096, 32, 32, 128, 16384, 50432, 2048);
+    assert_int_equal(m.pos, POS_ALIBI);
+    assert_true(m.tied);
+    assert_true(m.fused_qkv);
+    assert_false(m.qkv_bias || m.o_bias || m.mlp_bias);
+    assert_params(&m, 6649286656 + 266240);
+}
+
+/* no_bias false and expansion_ratio 2 switch the biases on and halve the MLP. */
+static void test_mpt_bias_ratio(void **state)
+{
+    struct model_spec m;
+    (void)state;
+    parse_ok("{\"model_type\": \"mpt\", \"d_model\": 256, \"n_heads\": 4, \"n_layers\": 2, "
+             "\"expansion_ratio\": 2, \"no_bias\": false, \"vocab_size\": 1000}", &m);
+    assert_int_equal(m.intermediate, 512);
+    assert_true(m.qkv_bias && m.o_bias && m.mlp_bias);
+}
+
 /* The same model as re-saved by newer transformers: hidden_size and n_head. */
 static void test_bloom_resaved_keys(void **state)
 {
@@ -600,6 +630,8 @@ int main(void)
         cmocka_unit_test(test_opt_350m),
         cmocka_unit_test(test_bloom_560m),
         cmocka_unit_test(test_bloom_resaved_keys),
+        cmocka_unit_test(test_mpt_7b),
+        cmocka_unit_test(test_mpt_bias_ratio),
         cmocka_unit_test(test_falcon_7b),
         cmocka_unit_test(test_falcon_new_architecture),
         cmocka_unit_test(test_santacoder),
