@@ -147,6 +147,11 @@ static int gpu_row(const struct csv_table *t, size_t r, struct gpu_spec *g, stru
         return csv_cell_error(t, r, csv_table_col(t, "match"), e, "too long");
     for (size_t i = 0; match[i]; i++)
         g->match[i] = (char)tolower((unsigned char)match[i]);
+    g->gpus_per_node = GPU_PER_NODE_DEFAULT;
+    /* optional (README "Contract extensions"): the inter-node link */
+    int col = csv_table_col(t, "internode_gbs");
+    if (col >= 0 && *t->cells[r][col] && csv_get_f64(t, r, col, 0, 1e7, &g->internode_gbs, e))
+        return -1;
     return 0;
 }
 

@@ -233,11 +233,16 @@ static void print_speed(const struct validate_row *rows, size_t n, bool summary_
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const struct validate_row *r = &rows[i];
-        if (r->predicted_tps <= 0)
+        if (r->predicted_tps <= 0 && !r->speed_skip)
             continue;
         if (!k++ && !summary_only)
             printf("\n%-10s %-44s %10s %10s %8s\n", "id", "model", "tok/s/GPU", "predicted", "error %");
-        if (!summary_only)
+        if (summary_only)
+            continue;
+        if (r->speed_skip)
+            printf("%-10s %-44.44s %10.0f %10s %8s  %s\n", r->id[0] ? r->id : "-", r->model,
+                   r->measured_tps, "-", "-", r->speed_skip);
+        else
             printf("%-10s %-44.44s %10.0f %10.0f %+8.1f\n", r->id[0] ? r->id : "-", r->model,
                    r->measured_tps, r->predicted_tps, speed_error(r));
     }

@@ -11,6 +11,7 @@
 /* NCCL buffers per GPU when gpus.csv does not say: 4 MiB (NCCL_BUFFSIZE) x 2 directions x 32
  * channels, the figure the model used before the per-GPU column. */
 #define NCCL_BYTES_DEFAULT (UINT64_C(256) << 20)
+#define GPU_PER_NODE_DEFAULT 8
 
 struct gpu_spec {
     char name[GPU_NAME_MAX];    /* e.g. H100-SXM-80GB */
@@ -22,6 +23,8 @@ struct gpu_spec {
     uint64_t context_bytes;     /* CUDA context + library workspaces (LLMem's m_base) */
     uint64_t cublas_ws_bytes;   /* PyTorch's cuBLAS workspace per handle (inside reserved) */
     uint64_t nccl_bytes;        /* NCCL buffers of one communicator per GPU (outside it) */
+    double internode_gbs;       /* per-GPU network bandwidth between nodes, GB/s; 0 = unknown */
+    int32_t gpus_per_node;      /* --gpus-per-node (default GPU_PER_NODE_DEFAULT) */
 };
 
 #endif

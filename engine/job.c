@@ -74,6 +74,8 @@ static int resolve_gpu(struct job *j)
             snprintf(j->gpu_note, sizeof j->gpu_note, "default %.40s (no local GPU: %.96s)", g->name, note);
     }
     j->gpu = *g;
+    if (j->opt.gpus_per_node > 0)
+        j->gpu.gpus_per_node = j->opt.gpus_per_node;
     if (!j->opt.budget)
         j->opt.budget = g->memory_bytes;
     return 0;

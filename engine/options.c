@@ -244,6 +244,9 @@ static int apply_value(struct options *o, const char *name, const char *v)
     else if (!strcmp(name, "--top")) {
         rc = parse_i32(v, 0, INT32_MAX, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
         o->top = i32;
+    } else if (!strcmp(name, "--gpus-per-node")) {
+        rc = parse_i32(v, 1, 4096, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
+        o->gpus_per_node = i32;
     } else if (!strcmp(name, "--threads")) {
         rc = parse_i32(v, 1, 4096, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
         o->threads = i32;
@@ -379,6 +382,8 @@ void options_usage(enum options_mode mode)
               "  --all              also keep non-fitting points (implies --no-prune)\n"
               "  --no-prune         evaluate every point (same fitting set, slower)\n"
               "  --threads N        worker threads (default: all cores)\n"
+              "  --gpus-per-node N  GPUs per node (default 8); collectives beyond a node use\n"
+              "                     the inter-node link (gpus.csv internode_gbs)\n"
               "  --shard K/N        evaluate the K-th of N slices; combine with `merge`\n"
               "  --rank speed|llmem rank by throughput (default) or LLMem's Algorithm 1\n"
               "  --format F         table|csv|json|html (default from --out's extension)\n"

@@ -55,6 +55,7 @@ struct options {
     long top;                 /* 0 = all fitting rows */
     bool all, no_prune, quiet, progress, stamp;
     int threads;              /* 0 = all cores */
+    int gpus_per_node;        /* --gpus-per-node, default GPU_PER_NODE_DEFAULT */
     int shard_k, shard_n;     /* 1-based K of N; 0/0 = no sharding */
     enum out_format format;
     const char *outs[OPT_OUTS_MAX];

@@ -1,6 +1,7 @@
 /* speed.c: the step-time model (see speed.h). */
 #include "speed.h"
 
+#include <math.h>
 #include <string.h>
 
 static double dense_rate(const struct gpu_spec *g, enum precision p)
@@ -43,18 +44,33 @@ void speed_gpu_eff(const struct gpu_spec *g, struct speed_gpu_eff *e)
         }
 }
 
-/* Bytes per collective: ring all-reduce moves 2 (n-1)/n of the data per GPU, all-gather
- * and reduce-scatter (n-1)/n each (Patarasuk & Yuan 2009; NCCL performance notes). GPUs on
- * PCIe without peer-to-peer (GeForce: NVIDIA disables P2P on consumer boards) go through
- * host memory: NCCL's SHM transport copies each byte over PCIe twice. */
-static double ring(double bytes, int n, double passes, const struct gpu_spec *g)
+/* A ring collective among n GPUs: `steps` = 1 for an all-gather or reduce-scatter, 2 for an
+ * all-reduce (ring all-reduce moves 2 (n-1)/n of the data per GPU, the others (n-1)/n:
+ * Patarasuk & Yuan 2009), `count` collectives carrying `bytes` together.
+ * Bandwidth: the intra-node link; GPUs on PCIe without peer-to-peer (GeForce: NVIDIA
+ * disables P2P on consumer boards) go through host memory, NCCL's SHM transport copies each
+ * byte over PCIe twice. Across nodes NCCL runs one ring per NIC, each crossing every node
+ * boundary once, so a node's NICs together carry the data: bandwidth min(intra-node link,
+ * GPUs a node x inter-node link a GPU).
+ * Latency (NCCL src/graph/tuning.cc, ring, Simple protocol): 8.4 us a collective plus a
+ * hop a step, 3.4 us over NVLink, 5.7 us over PCIe, 9.6 us over the network. */
+static double ring(double bytes, int n, double steps, double count, const struct gpu_spec *g)
 {
     if (n < 2)
         return 0;
-    double link = g->interconnect_gbs * 1e9 * SPEED_LINK_EFF;
+    const bool pcie = g->interconnect_gbs < 64;
+    double link = g->interconnect_gbs * 1e9;
     if (!strncmp(g->name, "RTX", 3))
         link *= 0.5;
-    return passes * bytes * (double)(n - 1) / (double)n / link;
+    double hop = pcie ? 5.7e-6 : 3.4e-6;
+    int per_node = g->gpus_per_node > 0 ? g->gpus_per_node : GPU_PER_NODE_DEFAULT;
+    if (n > per_node && g->internode_gbs > 0) {
+        double net = (double)per_node * g->internode_gbs * 1e9;
+        link = net < link ? net : link;
+        hop = 9.6e-6;
+    }
+    double bw_s = steps * bytes * (double)(n - 1) / (double)n / (link * SPEED_LINK_EFF);
+    return bw_s + count * (8.4e-6 + steps * (double)(n - 1) * hop);
 }
 
 /* One GEMM class per Linear role: forward 2*w FLOPs per token; bytes per token read input
@@ -150,7 +166,7 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
                          const struct gpu_spec *g, double trained, double fwd_passes,
                          struct speed_prepared *sp)
 {
-    const double tp = (double)c->tp;
+    const double tp = (double)c->tp, units = (double)(p->spec.layers + 1);
     double grad_bytes = trained / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
     double p16 = (double)p->params / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
     sp->overlap = OVERLAP_NONE;
@@ -158,27 +174,28 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
     switch (c->method) {
     case METHOD_CDP: /* DDP: bucketed all-reduce of the gradients during backward */
         sp->overlap = OVERLAP_DDP;
-        sp->comm_fixed_s = ring(grad_bytes, c->dp, 2.0, g);
+        sp->comm_fixed_s = ring(grad_bytes, c->dp, 2.0, ceil(grad_bytes / SPEED_DDP_BUCKET_BYTES), g);
         sp->comm_first_s = ring(grad_bytes < SPEED_DDP_BUCKET_BYTES ? grad_bytes : SPEED_DDP_BUCKET_BYTES,
-                                c->dp, 2.0, g);
+                                c->dp, 2.0, 1.0, g);
         break;
     case METHOD_ADP:
     case METHOD_DPTP: /* ZeRO-3/FSDP: gather for forward and backward, reduce-scatter grads,
                        * one unit (block) ahead of compute; the first gather is exposed */
         sp->overlap = OVERLAP_FSDP;
-        sp->comm_fixed_s = ring(p16, c->dp, 2.0, g) + ring(grad_bytes, c->dp, 1.0, g);
-        sp->comm_first_s = sp->comm_fixed_s / (double)(p->spec.layers + 1);
+        sp->comm_fixed_s = 2.0 * ring(p16, c->dp, 1.0, units, g) + ring(grad_bytes, c->dp, 1.0, units, g);
+        sp->comm_first_s = sp->comm_fixed_s / units;
         break;
     default:
         break;
     }
     /* TP: two all-reduces of a [tokens, h] activation per block forward, two backward, on
      * the critical path (Megatron-LM: the next GEMM needs the reduced activation) */
-    sp->act_comm_tok = 0;
+    sp->act_comm_tok = sp->act_comm_fixed_s = 0;
     if (c->tp > 1) {
         double e = c->precision == PREC_FP32 ? 4.0 : 2.0;
         double per_tok = (double)p->spec.hidden * e * (double)p->spec.layers * 2.0 * (fwd_passes + 1.0);
-        sp->act_comm_tok = ring(per_tok, c->tp, 2.0, g);
+        sp->act_comm_tok = ring(per_tok, c->tp, 2.0, 0, g);
+        sp->act_comm_fixed_s = ring(0, c->tp, 2.0, 2.0 * (double)p->spec.layers * (fwd_passes + 1.0), g);
     }
 }
 
@@ -267,7 +284,7 @@ void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
         double bwd = (gpu - sp->fixed_s) * (1.0 - sp->fwd_share);
         exposed = (sp->comm_fixed_s > bwd ? sp->comm_fixed_s - bwd : 0) + sp->comm_first_s;
     }
-    s->comm_s = exposed + sp->act_comm_tok * tok;
+    s->comm_s = exposed + sp->act_comm_fixed_s + sp->act_comm_tok * tok;
     s->step_time_s = gpu + s->comm_s;
     double global = b * (double)c->dp;
     s->samples_per_s = global / s->step_time_s;

@@ -94,6 +94,7 @@ struct speed_prepared {
     double comm_fixed_s;     /* gradient and parameter collectives per step */
     double comm_first_s;     /* what prefetching cannot hide: first gather / last bucket */
     double act_comm_tok;     /* TP all-reduce seconds per token (exposed) */
+    double act_comm_fixed_s; /* their latency per step */
 };
 
 void speed_prepare(const struct model_plan *p, const struct train_config *c,

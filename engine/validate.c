@@ -28,14 +28,28 @@ static double metric_bytes(const char *metric, const struct mem_estimate *e,
     return 0;
 }
 
-/* tokens/s per GPU as the sources print it: per rank, b*s tokens per step */
+/* tokens/s per GPU as the sources print it: per rank, b*s tokens per step. Not compared:
+ * lengths under a cap (the tokens a step holds are unknown), and throughputs that would
+ * need more FLOP/s than the GPU's dense peak for the work the model counts (a row that
+ * cannot come from its stated configuration). */
 static void predict_speed(struct model_plan *p, const struct train_config *c,
-                          const struct gpu_spec *g, struct validate_row *out)
+                          const struct gpu_spec *g, bool exact_seq, struct validate_row *out)
 {
     struct speed_prepared sp;
     struct speed_estimate se;
+    if (!exact_seq) {
+        out->speed_skip = "sequence length is a cap: tokens per step unknown";
+        return;
+    }
     speed_prepare(p, c, g, &sp);
     speed_eval(c, &sp, &se);
+    double tokens = (double)c->micro_batch * (double)c->seq_len;
+    double peak = (c->precision == PREC_FP32 ? g->fp32_tflops
+                   : g->bf16_tflops > 0 ? g->bf16_tflops : g->fp16_tflops) * 1e12;
+    if (out->measured_tps * se.flops / tokens > peak) {
+        out->speed_skip = "inconsistent: needs more than the dense peak FLOP/s";
+        return;
+    }
     out->predicted_tps = se.tokens_per_s / (double)c->dp;
 }
 
@@ -49,7 +63,7 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     if (bad)
         return snprintf(why, n, "invalid configuration: %s", bad), why;
     if (out->measured_tps > 0 && g)
-        predict_speed(p, c, g, out);
+        predict_speed(p, c, g, exact_seq, out);
     if (!strcmp(out->metric, "none"))
         return snprintf(why, n, "throughput only (metric none)"), why;
     struct mem_options mo = {vo->paper, g ? g->context_bytes : 0,

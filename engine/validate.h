@@ -28,6 +28,7 @@ struct validate_row {
     double measured_gib, predicted_gib, error_pct;
     double floor_gib;  /* memmodel_floor for the row's metric, 0 when none applies */
     double measured_tps, predicted_tps; /* tokens/s per GPU (tokens_per_s_gpu), 0 = none */
+    const char *speed_skip; /* why a measured throughput is not compared (static), or NULL */
     enum mem_phase floor_phase; /* where that floor is */
     char status[160];  /* "ok", "skipped: <reason>" or "inconsistent: <reason>" */
     char phase[32];
