@@ -51,6 +51,10 @@
 /* DDP's gradient bucket (torch.nn.parallel.DistributedDataParallel bucket_cap_mb = 25):
  * the last bucket's all-reduce runs after backward ends. */
 #define SPEED_DDP_BUCKET_BYTES (25.0 * 1024 * 1024)
+/* The speed model's own error: the median |error| of tokens/s per GPU over the measured
+ * rows `validate` compares (README "Speed model"; re-measure when the model changes).
+ * Layouts of one recipe closer than this are reported as within the error. */
+#define SPEED_ERROR_PCT 20.0
 /* At most this many GEMM classes: 8 Linear roles, lm_head, and one LoRA class per role. */
 #define SPEED_GEMM_MAX 24
 

@@ -12,7 +12,7 @@ enum col_id {
     COL_RANK, COL_MODEL, COL_METHOD, COL_GPUS, COL_TP, COL_DP, COL_MB, COL_SEQ, COL_TOKENS,
     COL_PEAK, COL_HEADROOM, COL_PHASE, COL_PRECISION, COL_FINETUNE, COL_LORA_R, COL_TARGETS,
     COL_QUANT, COL_CKPT, COL_OPTIMIZER, COL_GLOBAL, COL_SAMPLES, COL_STEP, COL_TERM0,
-    COL_RULE = COL_TERM0 + TERM_COUNT, COL_FITS, COL_COUNT
+    COL_RULE = COL_TERM0 + TERM_COUNT, COL_FITS, COL_TIE, COL_COUNT
 };
 
 struct column {
@@ -52,18 +52,20 @@ static const struct column columns[COL_COUNT] = {
     [COL_TERM0 + TERM_COMM] = {"comm_buffers_gib", "Comm GiB", true},
     [COL_RULE] = {"rule", "Rule", false},
     [COL_FITS] = {"fits", "Fits", false},
+    [COL_TIE] = {"speed_within_error", "Speed vs fastest", false},
 };
 
 /* Columns that say nothing for these rows stay out: the rule without --rules, fits when
  * every row fits. */
 static bool column_shown(const struct report *r, int col)
 {
-    bool rule = false, nofit = false;
+    bool rule = false, nofit = false, tie = false;
     for (size_t i = 0; i < r->nrows; i++) {
         rule |= r->rows[i].rule[0] != '\0';
         nofit |= !r->rows[i].fits;
+        tie |= r->rows[i].speed_tie;
     }
-    return col == COL_RULE ? rule : col == COL_FITS ? nofit : true;
+    return col == COL_RULE ? rule : col == COL_FITS ? nofit : col == COL_TIE ? tie : true;
 }
 
 static void td_int(FILE *f, long v)
@@ -135,6 +137,7 @@ static void write_cell(FILE *f, const struct report_row *w, int col)
     case COL_STEP: td_fix(f, w->step_time_s, 4); break;
     case COL_RULE: td_text(f, w->rule); break;
     case COL_FITS: td_text(f, w->fits ? "yes" : "no"); break;
+    case COL_TIE: td_text(f, w->speed_tie ? "within the error" : ""); break;
     default: write_tuning_cell(f, c, col); break;
     }
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "speed.h"
 #include "units.h"
 
 void report_row_from_point(struct report_row *row, const struct sweep *s,
@@ -74,7 +75,34 @@ int report_from_sweep(struct report *r, const struct sweep *s, const struct swee
         r->rows[i].rank = (long)i + 1;
     }
     r->nrows = res->nhits;
+    report_mark_ties(r);
     return 0;
+}
+
+static bool same_recipe(const struct report_row *a, const struct report_row *b)
+{
+    const struct train_config *x = &a->cfg, *y = &b->cfg;
+    return !strcmp(a->model, b->model) && x->finetune == y->finetune && x->lora_r == y->lora_r &&
+           x->lora_targets == y->lora_targets && x->quant == y->quant &&
+           x->precision == y->precision && x->optimizer == y->optimizer && x->seq_len == y->seq_len;
+}
+
+void report_mark_ties(struct report *r)
+{
+    const double keep = 1.0 - SPEED_ERROR_PCT / 100.0;
+    for (size_t i = 0; i < r->nrows; i++)
+        r->rows[i].speed_tie = false;
+    for (size_t i = 0; i < r->nrows; i++) {
+        struct report_row *w = &r->rows[i];
+        if (!w->fits)
+            continue;
+        const struct report_row *best = w;
+        for (size_t k = 0; k < r->nrows; k++)
+            if (r->rows[k].fits && same_recipe(&r->rows[k], w) && r->rows[k].tokens_per_s > best->tokens_per_s)
+                best = &r->rows[k];
+        if (best != w && w->tokens_per_s >= best->tokens_per_s * keep)
+            w->speed_tie = r->rows[best - r->rows].speed_tie = true;
+    }
 }
 
 void report_free(struct report *r)
@@ -99,6 +127,7 @@ void report_rank(struct report *r)
     qsort(r->rows, r->nrows, sizeof *r->rows, row_cmp);
     for (size_t i = 0; i < r->nrows; i++)
         r->rows[i].rank = (long)i + 1;
+    report_mark_ties(r);
 }
 
 enum out_format report_format_for(const char *path)

@@ -33,6 +33,9 @@ struct report_row {
     uint64_t peak_bytes;         /* the exact peak behind peak_gib */
     double allocated_gib, reserved_gib;
     double peak_hi_gib;          /* upper end of the error band (README "Error band") */
+    /* the fastest fitting layout of the row's recipe and this one differ by less than the
+     * speed model's own error (SPEED_ERROR_PCT): no winner between them */
+    bool speed_tie;
 };
 
 struct report_meta {
@@ -63,6 +66,10 @@ struct report {
 int report_from_sweep(struct report *r, const struct sweep *s, const struct sweep_result *res,
                       const char *gpu_note);
 void report_free(struct report *r);
+/* Sets speed_tie on every row: the fitting rows of one recipe (model, fine-tuning, rank,
+ * targets, base format, precision, optimizer, sequence length) whose tokens/s is within
+ * SPEED_ERROR_PCT of the recipe's fastest, and that fastest row when another one is. */
+void report_mark_ties(struct report *r);
 /* One point as a row (explain and tests use it too). */
 void report_row_from_point(struct report_row *row, const struct sweep *s,
                            const struct sweep_point *pt);
