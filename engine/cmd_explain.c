@@ -35,7 +35,7 @@ static int single_config(const struct options *o, struct train_config *c)
         c->lora_r = o->lora_r.n ? o->lora_r.v[0] : 16;
         c->lora_targets = o->ntargets ? o->targets[0] : TARGETS_ALL;
     }
-    c->grad_ckpt = o->nckpts ? o->ckpts[0] : true;
+    train_set_ckpt(c, o->nckpts ? o->ckpts[0] : CKPT_ON);
     c->optimizer = o->noptimizers ? (enum optimizer)o->optimizers[0] : OPT_ADAMW;
     c->stack = o->paper ? STACK_COLOSSAL : o->stack;
     c->data = o->data;
@@ -90,7 +90,7 @@ static void print_text(const struct job *j, const struct sweep_point *pt, const 
     printf("           %s, %s", precision_name(c->precision), finetune_name(c->finetune));
     if (c->finetune != FT_FULL)
         printf(" r=%d on %s, base %s", c->lora_r, targets, quant_name(c->quant));
-    printf(", checkpointing %s, %s, stack %s%s\n", c->grad_ckpt ? "on" : "off",
+    printf(", checkpointing %s, %s, stack %s%s\n", ckpt_mode_name(c),
            optimizer_name(c->optimizer), stack_name(c->stack), j->opt.paper ? " (--paper)" : "");
     printf("           %s batches, %s allocator\n", data_shape_name(c->data), alloc_conf_name(c->alloc));
     printf("GPU        %s, budget %.2f GiB, m_base %.0f MiB\n\n", j->gpu.name, units_gib(j->sweep.budget),
@@ -182,6 +182,8 @@ static int print_json(const struct job *j, const struct sweep_point *pt, const s
         "finetune", finetune_name(c->finetune), "quant", quant_name(c->quant), "optimizer",
         optimizer_name(c->optimizer), "grad_ckpt", c->grad_ckpt, "stack", stack_name(c->stack),
         "data", data_shape_name(c->data), "alloc_conf", alloc_conf_name(c->alloc));
+    if (c->ckpt_selective) /* grad_ckpt stays a boolean (full checkpointing) */
+        json_object_set_new(inputs, "grad_ckpt_mode", json_string(ckpt_mode_name(c)));
     json_t *speed = json_pack("{sfsfsfsfsfsf}", "step_time_s", pt->speed.step_time_s, "compute_s",
                               pt->speed.compute_s, "memory_s", pt->speed.memory_s, "comm_s", pt->speed.comm_s,
                               "samples_per_s", pt->speed.samples_per_s, "tokens_per_s", pt->speed.tokens_per_s);

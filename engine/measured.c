@@ -64,7 +64,6 @@ static const char *apply_features(const char *list, struct train_config *c)
     return NULL;
 }
 
-static int ckpt_value(const char *s) { return !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -1; }
 
 /* The named fields of the row; returns NULL or the reason written into why. */
 static const char *row_enums(const struct csv_table *t, size_t r, struct train_config *c,
@@ -75,7 +74,7 @@ static const char *row_enums(const struct csv_table *t, size_t r, struct train_c
         int (*parse)(const char *);
     } fields[] = {
         {"method", method_parse},   {"precision", precision_parse}, {"finetune", finetune_parse},
-        {"quant", quant_parse},     {"optimizer", optimizer_parse}, {"grad_ckpt", ckpt_value},
+        {"quant", quant_parse},     {"optimizer", optimizer_parse}, {"grad_ckpt", ckpt_mode_parse},
     };
     int v[6];
     for (size_t i = 0; i < 6; i++)
@@ -89,7 +88,7 @@ static const char *row_enums(const struct csv_table *t, size_t r, struct train_c
     c->finetune = (enum finetune)v[2];
     c->quant = (enum quant)v[3];
     c->optimizer = (enum optimizer)v[4];
-    c->grad_ckpt = v[5] == 1;
+    train_set_ckpt(c, v[5]);
     c->stack = st < 0 ? STACK_HF : (enum stack)st;
     c->features = stack_features(c->stack);
     if (!strcmp(measured_cell(t, r, "attention"), "eager"))

@@ -316,6 +316,36 @@ static uint64_t lora_tok(const struct model_plan *p, const struct train_config *
  *  - a gated MLP saves gate, act(gate) and up (3 e_a i), a plain one the fc1 output;
  *  - LoRA adapters add what lora_tok() counts.
  * Dropout in the base model is 0 in the fine-tuning configs of current models. */
+/* Selective checkpointing keeps per block and token (torchtitan op-level SAC,
+ * torchtitan/models/llama3/infra/parallelize.py: _save_list = {aten.mm, the SDPA flash and
+ * efficient kernels, reduce_scatter}; its policy saves a matmul's output unless it is the
+ * block's 2nd, 4th, ... matmul (mm_count % 2 == 0); everything else is recomputed): the
+ * checkpointed block input, the attention output and its fp32 logsumexp, and the outputs of
+ * the 1st, 3rd, ... matmul in call order (q, k, v or fused qkv; o; gate, up or fused; down).
+ * Megatron-LM's selective recompute (recompute only core attention) keeps a superset. */
+static uint64_t sac_tok(const struct model_spec *m, const struct train_config *c, uint64_t ea,
+                        uint64_t er)
+{
+    const uint64_t tp = (uint64_t)c->tp, h = (uint64_t)m->hidden, i = (uint64_t)m->intermediate / tp;
+    const uint64_t q = (uint64_t)(m->heads * m->head_dim) / tp, kv = (uint64_t)(m->kv_heads * m->head_dim) / tp;
+    uint64_t out[7];
+    int n = 0;
+    if (m->fused_qkv)
+        out[n++] = q + 2 * kv;
+    else
+        out[n++] = q, out[n++] = kv, out[n++] = kv;
+    out[n++] = h;
+    if (m->mlp == MLP_GATED && !m->fused_gate_up)
+        out[n++] = i, out[n++] = i;
+    else
+        out[n++] = m->mlp == MLP_GATED ? 2 * i : i;
+    out[n++] = h;
+    uint64_t kept = er * h + ea * q + 4 * (uint64_t)m->heads / tp;
+    for (int k = 0; k < n; k += 2)
+        kept += ea * out[k];
+    return kept;
+}
+
 static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
                               struct mem_prepared *mp)
 {
@@ -349,7 +379,7 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
                      (uint64_t)(m->norms_per_layer > 2 ? m->norms_per_layer - 2 : 0) * 4 * h;
     mp->layer_tok = norms + lin_in + attn + mlp + lora;
     mp->layer_tok_s = attn_s;
-    mp->ckpt_tok = er * h;
+    mp->ckpt_tok = c->ckpt_selective ? sac_tok(m, c, ea, er) : er * h;
     mp->tail_tok = norm + ea * h; /* final norm and the lm_head input */
     mp->bwd_tok = er * h + 2 * ea * i / tp;
     mp->comm_tok = (c->method == METHOD_TP || c->method == METHOD_DPTP) ? ea * h : 0;
@@ -405,7 +435,7 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
     mp->tp = c->tp;
     mp->vocab = p->spec.vocab;
     mp->heads = p->spec.heads;
-    mp->ckpt = c->grad_ckpt;
+    mp->ckpt = c->grad_ckpt || c->ckpt_selective;
     mp->nccl = c->gpus > 1 ? opt->nccl_bytes : 0;
     mp->use_llmem = memmodel_uses_llmem(c->stack, opt);
     if (mp->use_llmem) {
@@ -527,7 +557,7 @@ uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c
         const uint64_t t = (uint64_t)c->micro_batch * (uint64_t)c->seq_len;
         const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
         uint64_t tok = ea * (uint64_t)p->spec.hidden;
-        if (!c->grad_ckpt)
+        if (!c->grad_ckpt && !c->ckpt_selective)
             tok += (p->spec.mlp == MLP_GATED ? 2u : 1u) * ea * (uint64_t)p->spec.intermediate /
                    (uint64_t)c->tp;
         fwd += sat_mul(t, tok * (uint64_t)p->spec.layers);

@@ -106,13 +106,6 @@ static int parse_names(const char *s, int (*parse)(const char *), int *vals, int
     return 0;
 }
 
-static int ckpt_parse(const char *s)
-{
-    if (strcmp(s, "on") == 0)
-        return 1;
-    return strcmp(s, "off") == 0 ? 0 : -1;
-}
-
 static int targets_list(const char *s, struct options *o)
 {
     char buf[512];
@@ -207,10 +200,7 @@ static int apply_value(struct options *o, const char *name, const char *v)
     else if (!strcmp(name, "--optimizer"))
         rc = parse_names(v, optimizer_parse, o->optimizers, OPT_COUNT, &o->noptimizers);
     else if (!strcmp(name, "--grad-ckpt")) {
-        int vals[2];
-        rc = parse_names(v, ckpt_parse, vals, 2, &o->nckpts);
-        for (int i = 0; !rc && i < o->nckpts; i++)
-            o->ckpts[i] = vals[i] != 0;
+        rc = parse_names(v, ckpt_mode_parse, o->ckpts, CKPT_COUNT, &o->nckpts);
     } else if (!strcmp(name, "--lora-targets"))
         rc = targets_list(v, o);
     else if (!strcmp(name, "--stack")) {
@@ -346,8 +336,8 @@ void options_default_axes(struct options *o)
         for (int p = 0; p < OPT_COUNT; p++)
             o->optimizers[o->noptimizers++] = p;
     if (!o->nckpts) {
-        o->ckpts[o->nckpts++] = true;
-        o->ckpts[o->nckpts++] = false;
+        o->ckpts[o->nckpts++] = CKPT_ON;
+        o->ckpts[o->nckpts++] = CKPT_OFF;
     }
     if (!o->ntargets)
         o->targets[o->ntargets++] = TARGETS_ALL;
@@ -355,7 +345,7 @@ void options_default_axes(struct options *o)
         o->nprecisions = o->nfinetunes = o->nckpts = o->noptimizers = 1;
         o->precisions[0] = PREC_FP16;
         o->finetunes[0] = FT_FULL;
-        o->ckpts[0] = true;
+        o->ckpts[0] = CKPT_ON;
         o->optimizers[0] = OPT_ADAMW;
         o->stack = STACK_COLOSSAL;
     }
@@ -401,7 +391,7 @@ void options_usage(enum options_mode mode)
           "  --quant LIST       none,int8,nf4,nf4-dq (frozen base; qlora implies nf4)\n"
           "  --lora-r LIST      LoRA ranks (default 16)\n"
           "  --lora-targets L   attn,mlp,all or modules joined by '+' (q+k+v+o+gate+up+down+head)\n"
-          "  --grad-ckpt LIST   on,off\n"
+          "  --grad-ckpt LIST   on,off,selective (selective: op-level SAC, as torchtitan)\n"
           "  --optimizer LIST   adamw,adamw8bit,sgd\n"
           "  --stack NAME       hf (default; transformers >= 4.49), hf-4.46 (4.46-4.48),\n"
           "                     hf-4.31 (4.31-4.45), litgpt, torchtune, colossal\n"

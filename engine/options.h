@@ -33,7 +33,7 @@ struct options {
     int finetunes[FT_COUNT], nfinetunes;
     int quants[QUANT_COUNT], nquants;
     int optimizers[OPT_COUNT], noptimizers;
-    bool ckpts[2];
+    int ckpts[CKPT_COUNT];    /* enum ckpt_mode */
     int nckpts;
     uint32_t targets[16];
     int ntargets;

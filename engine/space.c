@@ -66,7 +66,7 @@ static void add_tuning(struct grow *g, const struct options *o, uint32_t model,
                             for (int ri = 0; ri < nr; ri++) {
                                 c.lora_r = c.finetune == FT_FULL ? 0 : o->lora_r.v[ri];
                                 c.lora_targets = c.finetune == FT_FULL ? 0 : o->targets[ti];
-                                c.grad_ckpt = o->ckpts[ki];
+                                train_set_ckpt(&c, o->ckpts[ki]);
                                 c.optimizer = (enum optimizer)o->optimizers[oi];
                                 add(g, model, &c, ri == 0);
                             }

@@ -73,12 +73,40 @@ static double ring(double bytes, int n, double steps, double count, const struct
     return bw_s + count * (8.4e-6 + steps * (double)(n - 1) * hop);
 }
 
+/* Selective checkpointing recomputes a block's 2nd, 4th, ... matmul in call order
+ * (torchtitan's op-level SAC policy: memmodel.c sac_tok): q, k, v (one call when fused),
+ * o, gate, up (one when fused), down. */
+static bool sac_recomputes(const struct model_spec *m, int role)
+{
+    int idx;
+    const int qkv = m->fused_qkv ? 1 : 3, mlp_in = (m->mlp == MLP_GATED && !m->fused_gate_up) ? 2 : 1;
+    switch (role) {
+    case ROLE_Q: idx = 1; break;
+    case ROLE_K: idx = m->fused_qkv ? 1 : 2; break;
+    case ROLE_V: idx = m->fused_qkv ? 1 : 3; break;
+    case ROLE_O: idx = qkv + 1; break;
+    case ROLE_GATE: idx = qkv + 2; break;
+    case ROLE_UP: idx = qkv + 1 + mlp_in; break;
+    case ROLE_DOWN: idx = qkv + 2 + mlp_in; break;
+    default: return false;
+    }
+    return idx % 2 == 0;
+}
+
+/* Forward passes of a role's GEMMs in one step: 1, plus the recomputation. */
+static double gemm_fwd_passes(const struct model_spec *m, const struct train_config *c, int role)
+{
+    if (role == ROLE_LM_HEAD) /* checkpointing does not recompute the lm_head */
+        return 1.0;
+    return 1.0 + (c->grad_ckpt || (c->ckpt_selective && sac_recomputes(m, role)) ? 1.0 : 0.0);
+}
+
 /* One GEMM class per Linear role: forward 2*w FLOPs per token; bytes per token read input
  * and write output (rows + cols per matrix, lora_io); the weight is read once per pass
  * (bytes_fixed). Backward: the input gradient always, the weight gradient when trained.
  * Returns the GEMM kernels of one block's forward. */
 static int prepare_gemms(const struct model_plan *p, const struct train_config *c, double e,
-                          double fwd_passes, struct speed_prepared *sp)
+                         struct speed_prepared *sp)
 {
     const double tp = (double)c->tp;
     const bool full = c->finetune == FT_FULL;
@@ -95,8 +123,7 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
         k->flops_tok = 2.0 * w / tp;
         k->bytes_tok = (double)p->lora_io[role] * e / tp;
         k->bytes_fixed = w / tp * (head ? e : wbytes);
-        /* the lm_head runs once: checkpointing does not recompute it */
-        k->passes = (head ? 1.0 : fwd_passes) + 1.0 + (full ? 1.0 : 0.0);
+        k->passes = gemm_fwd_passes(&p->spec, c, role) + 1.0 + (full ? 1.0 : 0.0);
         kernels += head ? 0 : 1;
     }
     if (!p->head_p) { /* a tied head is the embedding matrix used as a Linear */
@@ -117,7 +144,7 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
         k->flops_tok = 2.0 * (double)c->lora_r * (double)p->lora_io[role] / tp;
         k->bytes_tok = 3.0 * (double)p->lora_io[role] * e / tp;
         k->bytes_fixed = 0;
-        k->passes = fwd_passes + 2.0;
+        k->passes = gemm_fwd_passes(&p->spec, c, role) + 2.0;
         kernels += 4; /* dropout, A, B, scaled add */
     }
     for (int i = 0; i < sp->ngemm; i++)
@@ -206,13 +233,16 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     const double tp = (double)c->tp;
     const bool full = c->finetune == FT_FULL;
     const double e = c->precision == PREC_FP32 ? 4.0 : 2.0;
+    /* full checkpointing runs every forward twice; selective recomputes the pointwise
+     * work and half the matmuls, not attention (its output is saved) */
     const double fwd_passes = c->grad_ckpt ? 2.0 : 1.0;
+    const double elem_passes = c->grad_ckpt || c->ckpt_selective ? 2.0 : 1.0;
     struct speed_gpu_eff eff;
     speed_gpu_eff(g, &eff);
     const double peak = dense_rate(g, c->precision);
     sp->matmul_rate = peak * eff.matmul;
     sp->bw = g->mem_bw_gbs * 1e9 * SPEED_BW_EFF;
-    int gemms = prepare_gemms(p, c, e, fwd_passes, sp);
+    int gemms = prepare_gemms(p, c, e, sp);
 
     /* causal attention: QK^T and AV are 2 * s * q FLOPs each per token, halved by the mask;
      * backward 2.5x forward (FA2: five matmuls to forward's two) */
@@ -233,7 +263,7 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     /* memory-bound work: forward passes, backward about twice forward's bytes (gradient in,
      * saved input, gradient out); cross-entropy over the vocabulary in fp32 (logits read,
      * upcast, log_softmax, its gradient, cast back: ~28 bytes a logit); embedding lookup */
-    sp->elem_bytes_tok = elementwise_fwd(m, c, e) * (fwd_passes + 2.0) +
+    sp->elem_bytes_tok = elementwise_fwd(m, c, e) * (elem_passes + 2.0) +
                          28.0 * (double)m->vocab / tp + 3.0 * e * (double)m->hidden;
 
     /* optimizer step: read weights, grads and two states, write weights and states */
@@ -250,7 +280,7 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     if (full)
         sp->fixed_s += (double)p->embed_p / tp * 8.0 / sp->bw;
     sp->fwd_share = fwd_passes / (fwd_passes + 2.0);
-    sp->host_s = kernels_fwd(m, c, gemms) * (fwd_passes + 2.0) * SPEED_LAUNCH_S;
+    sp->host_s = kernels_fwd(m, c, gemms) * (elem_passes + 2.0) * SPEED_LAUNCH_S;
     prepare_comm(p, c, g, trained, fwd_passes, sp);
 }
 

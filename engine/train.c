@@ -166,3 +166,20 @@ const char *train_config_check(const struct train_config *c, int64_t heads, int6
         return "qlora quantizes the base to nf4";
     return NULL;
 }
+
+const char *ckpt_mode_name(const struct train_config *c)
+{
+    return c->grad_ckpt ? "on" : c->ckpt_selective ? "selective" : "off";
+}
+
+int ckpt_mode_parse(const char *s)
+{
+    return !strcmp(s, "on") ? CKPT_ON : !strcmp(s, "off") ? CKPT_OFF
+         : !strcmp(s, "selective") ? CKPT_SELECTIVE : -1;
+}
+
+void train_set_ckpt(struct train_config *c, int mode)
+{
+    c->grad_ckpt = mode == CKPT_ON;
+    c->ckpt_selective = mode == CKPT_SELECTIVE;
+}

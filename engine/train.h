@@ -68,13 +68,22 @@ struct train_config {
     int32_t lora_r;        /* 0 for full fine-tuning */
     uint32_t lora_targets; /* 0 for full fine-tuning */
     enum quant quant;      /* frozen-base format; qlora implies nf4 */
-    bool grad_ckpt;
+    bool grad_ckpt;        /* full activation checkpointing of every block */
+    bool ckpt_selective;   /* selective checkpointing (grad_ckpt false): see ckpt_mode */
     enum optimizer optimizer;
     enum stack stack;
     uint32_t features;     /* enum feature bits */
     enum data_shape data;  /* variable-length or packed batches */
     enum alloc_conf alloc; /* caching allocator configuration */
 };
+
+/* --grad-ckpt: off, on (every block recomputed), selective (torchtitan's op-level SAC:
+ * matmul outputs alternate saved/recomputed, attention outputs saved, pointwise ops
+ * recomputed; speed.c and memmodel.c cite the policy). */
+enum ckpt_mode { CKPT_OFF, CKPT_ON, CKPT_SELECTIVE, CKPT_COUNT };
+const char *ckpt_mode_name(const struct train_config *c); /* "off", "on", "selective" */
+int ckpt_mode_parse(const char *s);
+void train_set_ckpt(struct train_config *c, int mode);
 
 const char *method_name(enum method m);
 const char *precision_name(enum precision p);

@@ -44,7 +44,7 @@ static int write_row(FILE *f, const struct report_row *r)
     rc |= fprintf(f, "%s,%s,%d,", precision_name(c->precision), finetune_name(c->finetune),
                   c->lora_r) < 0;
     rc |= field(f, targets, false);
-    rc |= fprintf(f, "%s,%s,%s,%.3f,%.3f,%.3f,", quant_name(c->quant), c->grad_ckpt ? "on" : "off",
+    rc |= fprintf(f, "%s,%s,%s,%.3f,%.3f,%.3f,", quant_name(c->quant), ckpt_mode_name(c),
                   optimizer_name(c->optimizer), r->peak_gib, r->budget_gib, r->headroom_gib) < 0;
     rc |= field(f, r->peak_phase, false);
     for (int t = 0; t < TERM_COUNT; t++)
@@ -112,11 +112,6 @@ static int named(struct cursor *c, int (*parse)(const char *))
     return v < 0 ? 0 : v;
 }
 
-static int ckpt_name(const char *s)
-{
-    return !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -1;
-}
-
 static void copy_text(struct cursor *c, char *dst, size_t n)
 {
     const char *s = text(c);
@@ -149,7 +144,7 @@ static int read_row(struct cursor *c, struct report_row *r)
         csv_cell_error(c->t, c->row, c->col - 1, c->e, "unknown targets '%s'", targets);
     }
     k->quant = (enum quant)named(c, quant_parse);
-    k->grad_ckpt = named(c, ckpt_name) == 1;
+    train_set_ckpt(k, named(c, ckpt_mode_parse));
     k->optimizer = (enum optimizer)named(c, optimizer_parse);
     r->peak_gib = number(c);
     r->budget_gib = number(c);

@@ -52,7 +52,7 @@ static void print_targets(FILE *f, const struct options *opt, const char *sep)
 static void print_ckpts(FILE *f, const struct options *opt, const char *sep)
 {
     for (int i = 0; i < opt->nckpts; i++)
-        fprintf(f, "%s%s", i ? sep : "", opt->ckpts[i] ? "on" : "off");
+        fprintf(f, "%s%s", i ? sep : "", opt->ckpts[i] == CKPT_ON ? "on" : opt->ckpts[i] == CKPT_SELECTIVE ? "selective" : "off");
 }
 
 /* A size as --budget takes it, exactly: the largest binary unit that divides it. */

@@ -107,7 +107,7 @@ static void write_tuning_cell(FILE *f, const struct train_config *c, int col)
         break;
     case COL_TARGETS: targets_format(c->lora_targets, t, sizeof t); td_text(f, t); break;
     case COL_QUANT: td_text(f, quant_name(c->quant)); break;
-    case COL_CKPT: td_text(f, c->grad_ckpt ? "on" : "off"); break;
+    case COL_CKPT: td_text(f, ckpt_mode_name(c)); break;
     default: td_text(f, optimizer_name(c->optimizer)); break;
     }
 }
