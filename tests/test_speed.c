@@ -1,0 +1,223 @@
+/* test_speed.c: the step-time model on hand-worked cases.
+ *
+ * The model is test_memmodel.c's tiny llama (layers 2, hidden 64, heads 4 x 16, kv_heads 2,
+ * intermediate 128, vocab 1000, untied head): per layer q 64x64, k 64x32, v 64x32, o 64x64,
+ * gate/up/down 64x128. The GPU is made up so the numbers stay round. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "speed.h"
+
+static struct model_plan plan;
+static struct gpu_spec gpu;
+
+static int setup(void **state)
+{
+    (void)state;
+    struct model_spec m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "tiny");
+    model_family_defaults("llama", &m);
+    m.layers = 2, m.hidden = 64, m.heads = 4, m.kv_heads = 2, m.head_dim = 16;
+    m.intermediate = 128, m.vocab = 1000, m.max_pos = 128;
+    memset(&gpu, 0, sizeof gpu);
+    snprintf(gpu.name, sizeof gpu.name, "TEST-GPU");
+    gpu.bf16_tflops = gpu.fp16_tflops = 100, gpu.fp32_tflops = 10;
+    gpu.mem_bw_gbs = 1000, gpu.interconnect_gbs = 100, gpu.internode_gbs = 10;
+    gpu.gpus_per_node = 8;
+    return plan_init(&plan, &m);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    plan_free(&plan);
+    return 0;
+}
+
+static struct train_config full_bf16(void)
+{
+    struct train_config c;
+    memset(&c, 0, sizeof c);
+    c.method = METHOD_SINGLE, c.gpus = c.tp = c.dp = 1;
+    c.micro_batch = 1, c.seq_len = 1024;
+    c.precision = PREC_BF16, c.finetune = FT_FULL;
+    return c;
+}
+
+/* The q class: 2 * 2 * 64 * 64 = 16384 FLOPs per token over both layers; it reads its
+ * input and writes its output, (64 + 64) * 2 layers * 2 bytes = 512 bytes per token, and
+ * its bf16 weight once a pass, 8192 * 2 bytes. Full fine-tuning: forward, input and
+ * weight gradient = 3 passes; checkpointing adds a forward. */
+static void test_gemm_classes(void **state)
+{
+    (void)state;
+    struct train_config c = full_bf16();
+    struct speed_prepared sp;
+    speed_prepare(&plan, &c, &gpu, &sp);
+    const struct speed_gemm *q = &sp.gemm[0]; /* ROLE_Q comes first (no proj role here) */
+    assert_true(q->flops_tok == 16384.0);
+    assert_true(q->bytes_tok == 512.0);
+    assert_true(q->bytes_fixed == 16384.0);
+    assert_true(q->passes == 3.0);
+    /* the default efficiencies: 0.80 of the peak for matmuls, 0.85 of the bandwidth */
+    assert_true(sp.matmul_rate == 100e12 * 0.80);
+    assert_true(sp.bw == 1000e9 * SPEED_BW_EFF);
+    c.grad_ckpt = true;
+    speed_prepare(&plan, &c, &gpu, &sp);
+    assert_true(sp.gemm[0].passes == 4.0);
+}
+
+/* Selective checkpointing recomputes the 2nd, 4th, 6th matmul of the block: k, o, up
+ * (q k v o gate up down, unfused); the others keep 3 passes. */
+static void test_selective_recompute(void **state)
+{
+    (void)state;
+    struct train_config c = full_bf16();
+    train_set_ckpt(&c, CKPT_SELECTIVE);
+    struct speed_prepared sp;
+    speed_prepare(&plan, &c, &gpu, &sp);
+    const double want[7] = {3, 4, 3, 4, 3, 4, 3}; /* q k v o gate up down */
+    for (int i = 0; i < 7; i++)
+        assert_true(sp.gemm[i].passes == want[i]);
+    assert_true(sp.gemm[7].passes == 3.0); /* lm_head: never recomputed */
+}
+
+/* speed_eval on a hand-filled configuration: one compute-bound GEMM class, FlashAttention,
+ * memory-bound bytes, no communication. b = 2, s = 768: 1536 tokens.
+ *   GEMM: max(1e6 * 1536 / 1e12, (1000 * 1536 + 0) / 1e12) = 1.536e-3 s, 3 passes: 4.608e-3
+ *   attention: 1e3 * 1536 * (768 + 256) / 1e12 * 3.5 passes = 5.505024e-3 s
+ *   memory: 2e5 * 1536 / 1e12 + 1e-3 = 1.3072e-3 s; host 1e-6 (hidden) */
+static void test_eval_by_hand(void **state)
+{
+    (void)state;
+    struct speed_prepared sp;
+    memset(&sp, 0, sizeof sp);
+    sp.ngemm = 1;
+    sp.gemm[0] = (struct speed_gemm){.flops_tok = 1e6, .bytes_tok = 1000, .passes = 3};
+    sp.matmul_rate = sp.bw = sp.attn_rate = 1e12;
+    sp.attn_flops_tok = 1e3, sp.attn_passes = 3.5;
+    sp.elem_bytes_tok = 2e5, sp.fixed_s = 1e-3, sp.host_s = 1e-6;
+    struct train_config c = full_bf16();
+    c.micro_batch = 2, c.seq_len = 768;
+    struct speed_estimate s;
+    speed_eval(&c, &sp, &s);
+    assert_float_equal(s.compute_s, 4.608e-3 + 5.505024e-3, 1e-12);
+    assert_float_equal(s.memory_s, 1.3072e-3, 1e-12);
+    assert_float_equal(s.step_time_s, 4.608e-3 + 5.505024e-3 + 1.3072e-3, 1e-12);
+    assert_float_equal(s.tokens_per_s, 1536.0 / s.step_time_s, 1e-6);
+    /* the host bounds a step whose kernels finish faster than they are launched */
+    sp.host_s = 1.0;
+    speed_eval(&c, &sp, &s);
+    assert_float_equal(s.step_time_s, 1.0, 1e-12);
+}
+
+/* FSDP overlaps its collectives with compute: only what exceeds the GPU time (less the
+ * optimizer step) and the first unit's gather are exposed. DDP hides the all-reduce in
+ * backward (2/3 of compute without checkpointing) up to the last bucket. */
+static void test_overlap(void **state)
+{
+    (void)state;
+    struct speed_prepared sp;
+    memset(&sp, 0, sizeof sp);
+    sp.ngemm = 1;
+    sp.gemm[0] = (struct speed_gemm){.flops_tok = 1e9, .passes = 1}; /* 1 s for 1000 tokens */
+    sp.matmul_rate = sp.bw = sp.attn_rate = 1e12;
+    sp.fwd_share = 1.0 / 3.0;
+    struct train_config c = full_bf16();
+    c.seq_len = 1000;
+    struct speed_estimate s;
+    sp.overlap = OVERLAP_FSDP, sp.comm_fixed_s = 0.5, sp.comm_first_s = 0.1;
+    speed_eval(&c, &sp, &s);
+    assert_float_equal(s.comm_s, 0.1, 1e-12); /* hidden but the first unit */
+    sp.comm_fixed_s = 1.5;
+    speed_eval(&c, &sp, &s);
+    assert_float_equal(s.comm_s, 0.5 + 0.1, 1e-12);
+    sp.overlap = OVERLAP_DDP, sp.comm_fixed_s = 1.0, sp.comm_first_s = 0.05;
+    speed_eval(&c, &sp, &s);
+    assert_float_equal(s.comm_s, 1.0 - 2.0 / 3.0 + 0.05, 1e-12);
+    sp.overlap = OVERLAP_NONE;
+    speed_eval(&c, &sp, &s);
+    assert_float_equal(s.comm_s, 1.0, 1e-12);
+}
+
+/* Across nodes the ring runs at min(intra-node link, GPUs a node x inter-node link) and
+ * each step waits 9.6 us (NCCL ring, network) instead of 3.4 (NVLink). FSDP of the tiny
+ * model (202048 params, bf16: 404096 bytes), 3 collectives a unit, 3 units:
+ *   8 GPUs: 3 x 404096 x 7/8 / (100e9 x 0.7) + 9 x (8.4 + 7 x 3.4) us
+ *   16 GPUs: 3 x 404096 x 15/16 / (min(100, 8 x 10)e9 x 0.7) + 9 x (8.4 + 15 x 9.6) us */
+static void test_nodes(void **state)
+{
+    (void)state;
+    struct train_config c = full_bf16();
+    c.method = METHOD_ADP, c.gpus = c.dp = 8;
+    struct speed_prepared sp;
+    speed_prepare(&plan, &c, &gpu, &sp);
+    double bytes = 202048.0 * 2.0;
+    double one = 3.0 * bytes * 7.0 / 8.0 / (100e9 * 0.7) + 9.0 * (8.4e-6 + 7.0 * 3.4e-6);
+    assert_float_equal(sp.comm_fixed_s, one, 1e-12);
+    assert_float_equal(sp.comm_first_s, one / 3.0, 1e-12);
+    c.gpus = c.dp = 16;
+    speed_prepare(&plan, &c, &gpu, &sp);
+    double two = 3.0 * bytes * 15.0 / 16.0 / (80e9 * 0.7) + 9.0 * (8.4e-6 + 15.0 * 9.6e-6);
+    assert_float_equal(sp.comm_fixed_s, two, 1e-12);
+    gpu.gpus_per_node = 16; /* one node again */
+    speed_prepare(&plan, &c, &gpu, &sp);
+    assert_true(sp.comm_fixed_s < two);
+    gpu.gpus_per_node = 8;
+}
+
+/* FlashAttention's efficiency rises with the sequence: at s = s_half it runs at half its
+ * long-sequence rate, so per token the attention costs (s + 256) / s of its FLOPs. */
+static void test_attention_efficiency(void **state)
+{
+    (void)state;
+    struct speed_prepared sp;
+    memset(&sp, 0, sizeof sp);
+    sp.matmul_rate = sp.bw = 1e12, sp.attn_rate = 1e12;
+    sp.attn_flops_tok = 1.0, sp.attn_passes = 1.0;
+    struct train_config c = full_bf16();
+    struct speed_estimate s;
+    c.seq_len = 256;
+    speed_eval(&c, &sp, &s);
+    double t256 = s.compute_s; /* 256 tokens x 512 / 1e12 */
+    assert_float_equal(t256, 256.0 * 512.0 / 1e12, 1e-18);
+    assert_float_equal(s.flops, 256.0 * 256.0, 1e-9);
+    c.seq_len = 4096;
+    speed_eval(&c, &sp, &s);
+    assert_float_equal(s.compute_s, 4096.0 * (4096.0 + 256.0) / 1e12, 1e-15);
+}
+
+/* The per-GPU efficiencies: the MAMF table's A100 SXM and H100 rows, else the default. */
+static void test_gpu_efficiency(void **state)
+{
+    (void)state;
+    struct gpu_spec g = gpu;
+    struct speed_gpu_eff e;
+    snprintf(g.name, sizeof g.name, "A100-SXM-80GB");
+    speed_gpu_eff(&g, &e);
+    assert_true(e.matmul == 0.869 && e.attn == 0.60);
+    snprintf(g.name, sizeof g.name, "H100-SXM-80GB");
+    speed_gpu_eff(&g, &e);
+    assert_true(e.matmul == 0.803 && e.attn == 0.34);
+    snprintf(g.name, sizeof g.name, "L4-24GB");
+    speed_gpu_eff(&g, &e);
+    assert_true(e.matmul == 0.80 && e.attn == 0.50);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_classes),     cmocka_unit_test(test_selective_recompute),
+        cmocka_unit_test(test_eval_by_hand),     cmocka_unit_test(test_overlap),
+        cmocka_unit_test(test_nodes),            cmocka_unit_test(test_attention_efficiency),
+        cmocka_unit_test(test_gpu_efficiency),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
