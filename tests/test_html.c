@@ -16,6 +16,7 @@
 #include "html_escape.h"
 #include "html_page.h"
 #include "report.h"
+#include "speed.h"
 #include "svg_chart.h"
 
 /* Runs fn(f, s) on a memory stream and returns what it wrote (free it). */
@@ -293,6 +294,32 @@ static void test_writer_write_error(void **state)
     fclose(f);
 }
 
+/* Ties: layouts of one recipe within SPEED_ERROR_PCT of the fastest are marked, the
+ * fastest too; a slower one, another recipe and a row that does not fit are not. */
+static void test_speed_ties(void **state)
+{
+    (void)state;
+    struct report r;
+    struct report_row rows[5];
+    const double keep = 1.0 - SPEED_ERROR_PCT / 100.0;
+    memset(&r, 0, sizeof r);
+    fill_row(&rows[0], 1, "m", METHOD_CDP, 2, 5.0, 1000.0);
+    fill_row(&rows[1], 2, "m", METHOD_SINGLE, 1, 5.0, 1000.0 * keep + 1.0); /* within */
+    fill_row(&rows[2], 3, "m", METHOD_SINGLE, 1, 5.0, 1000.0 * keep - 1.0); /* beyond */
+    fill_row(&rows[3], 4, "m", METHOD_SINGLE, 1, 5.0, 999.0);
+    rows[3].cfg.lora_r = 8; /* another recipe, alone in it */
+    fill_row(&rows[4], 5, "m", METHOD_SINGLE, 1, 5.0, 999.0);
+    rows[4].fits = false;
+    r.rows = rows;
+    r.nrows = 5;
+    report_mark_ties(&r);
+    assert_true(rows[0].speed_tie && rows[1].speed_tie);
+    assert_false(rows[2].speed_tie || rows[3].speed_tie || rows[4].speed_tie);
+    char *html = write_html(&r);
+    assert_int_equal(count(html, ">within the error<"), 2);
+    free(html);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -301,7 +328,7 @@ int main(void)
         cmocka_unit_test(test_text_max),           cmocka_unit_test(test_url_segment),
         cmocka_unit_test(test_chart_numbers),      cmocka_unit_test(test_writer_tiny_report),
         cmocka_unit_test(test_writer_same_bytes),  cmocka_unit_test(test_writer_empty),
-        cmocka_unit_test(test_writer_write_error),
+        cmocka_unit_test(test_writer_write_error), cmocka_unit_test(test_speed_ties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,4 +23,30 @@ j = json.load(open(sys.argv[1])); t = j["terms"]
 want = t["m_base"] + t["m_p16"] + (t["m_p32"] + t["m_os"]) // 4 + t["m_out"] + t["m_lm"]
 sys.exit(0 if abs(j["peak_bytes"] - want) <= 1 else 1)
 PY
+# --grad-ckpt selective (torchtitan's op-level SAC): memory between off and on, and a step
+# between them too (it recomputes the pointwise work and every second matmul only)
+for k in off selective on; do
+  "$BIN" explain --model meta-llama/Llama-3.1-8B --method adp --gpus 8 --micro-batch 2 --seq 8192 \
+    --finetune full --precision bf16 --grad-ckpt "$k" --gpu H100-SXM-80GB --format json \
+    > "$TMP/ckpt-$k.json" || fail "explain --grad-ckpt $k"
+done
+grep -q '"grad_ckpt_mode": "selective"' "$TMP/ckpt-selective.json" || fail "selective not in the JSON"
+python3 - "$TMP" <<'PY' || fail "selective is not between off and on in memory and speed"
+import json, sys
+j = {k: json.load(open(f"{sys.argv[1]}/ckpt-{k}.json")) for k in ("off", "selective", "on")}
+peak = [j[k]["peak_bytes"] for k in ("on", "selective", "off")]
+tok = [j[k]["speed"]["tokens_per_s"] for k in ("on", "selective", "off")]
+sys.exit(0 if peak[0] < peak[1] < peak[2] and tok[0] < tok[1] < tok[2] else 1)
+PY
+# --gpus-per-node: FSDP over 16 GPUs in one node is faster than over two nodes of 8
+for n in 8 16; do
+  "$BIN" explain --model meta-llama/Llama-3.1-8B --method adp --gpus 16 --micro-batch 1 --seq 1024 \
+    --finetune full --precision bf16 --gpu A100-SXM-80GB --gpus-per-node "$n" --format json \
+    > "$TMP/node-$n.json" || fail "explain --gpus-per-node $n"
+done
+python3 - "$TMP" <<'PY' || fail "two nodes are not slower than one"
+import json, sys
+t = [json.load(open(f"{sys.argv[1]}/node-{n}.json"))["speed"]["step_time_s"] for n in (8, 16)]
+sys.exit(0 if t[0] > t[1] else 1)
+PY
 finish
