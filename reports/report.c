@@ -79,30 +79,54 @@ int report_from_sweep(struct report *r, const struct sweep *s, const struct swee
     return 0;
 }
 
-static bool same_recipe(const struct report_row *a, const struct report_row *b)
+/* Recipe order (model, fine-tuning, rank, targets, base format, precision, optimizer,
+ * sequence length) of two rows; 0 for the same recipe. */
+static int recipe_cmp(const struct report_row *a, const struct report_row *b)
 {
     const struct train_config *x = &a->cfg, *y = &b->cfg;
-    return !strcmp(a->model, b->model) && x->finetune == y->finetune && x->lora_r == y->lora_r &&
-           x->lora_targets == y->lora_targets && x->quant == y->quant &&
-           x->precision == y->precision && x->optimizer == y->optimizer && x->seq_len == y->seq_len;
+    int d = strcmp(a->model, b->model);
+    const int64_t k[7][2] = {
+        {x->finetune, y->finetune},   {x->lora_r, y->lora_r},       {x->lora_targets, y->lora_targets},
+        {x->quant, y->quant},         {x->precision, y->precision}, {x->optimizer, y->optimizer},
+        {x->seq_len, y->seq_len},
+    };
+    for (int i = 0; !d && i < 7; i++)
+        d = (k[i][0] > k[i][1]) - (k[i][0] < k[i][1]);
+    return d;
 }
 
+static int recipe_ptr_cmp(const void *a, const void *b)
+{
+    const struct report_row *x = *(const struct report_row *const *)a;
+    const struct report_row *y = *(const struct report_row *const *)b;
+    int d = recipe_cmp(x, y);
+    return d ? d : (x > y) - (x < y);
+}
+
+/* The fitting rows sorted by recipe, then each recipe's fastest against the others. */
 void report_mark_ties(struct report *r)
 {
     const double keep = 1.0 - SPEED_ERROR_PCT / 100.0;
-    for (size_t i = 0; i < r->nrows; i++)
-        r->rows[i].speed_tie = false;
+    struct report_row **fit = malloc((r->nrows ? r->nrows : 1) * sizeof *fit);
+    size_t n = 0;
     for (size_t i = 0; i < r->nrows; i++) {
-        struct report_row *w = &r->rows[i];
-        if (!w->fits)
-            continue;
-        const struct report_row *best = w;
-        for (size_t k = 0; k < r->nrows; k++)
-            if (r->rows[k].fits && same_recipe(&r->rows[k], w) && r->rows[k].tokens_per_s > best->tokens_per_s)
-                best = &r->rows[k];
-        if (best != w && w->tokens_per_s >= best->tokens_per_s * keep)
-            w->speed_tie = r->rows[best - r->rows].speed_tie = true;
+        r->rows[i].speed_tie = false;
+        if (fit && r->rows[i].fits)
+            fit[n++] = &r->rows[i];
     }
+    if (!fit)
+        return;
+    qsort(fit, n, sizeof *fit, recipe_ptr_cmp);
+    for (size_t lo = 0, hi; lo < n; lo = hi) {
+        struct report_row *best = fit[lo];
+        for (hi = lo + 1; hi < n && !recipe_cmp(fit[hi], fit[lo]); hi++)
+            if (fit[hi]->tokens_per_s > best->tokens_per_s)
+                best = fit[hi];
+        for (size_t k = lo; k < hi; k++)
+            if (fit[k] != best && fit[k]->tokens_per_s >= best->tokens_per_s * keep)
+                fit[k]->speed_tie = best->speed_tie = true;
+    }
+    free(fit);
 }
 
 void report_free(struct report *r)
