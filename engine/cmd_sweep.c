@@ -178,6 +178,7 @@ int cmd_merge(int argc, char **argv)
     report_rank(&rep);
     if (o.top > 0 && rep.nrows > (size_t)o.top)
         rep.nrows = (size_t)o.top;
+    report_mark_ties(&rep); /* among the rows kept, as a single run marks them */
     if (rep.nrows) { /* the shards agree on GPU and budget; take them from the rows */
         rep.meta.budget_gib = rep.rows[0].budget_gib;
     }

@@ -151,7 +151,6 @@ void report_rank(struct report *r)
     qsort(r->rows, r->nrows, sizeof *r->rows, row_cmp);
     for (size_t i = 0; i < r->nrows; i++)
         r->rows[i].rank = (long)i + 1;
-    report_mark_ties(r);
 }
 
 enum out_format report_format_for(const char *path)

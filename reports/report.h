@@ -68,7 +68,8 @@ int report_from_sweep(struct report *r, const struct sweep *s, const struct swee
 void report_free(struct report *r);
 /* Sets speed_tie on every row: the fitting rows of one recipe (model, fine-tuning, rank,
  * targets, base format, precision, optimizer, sequence length) whose tokens/s is within
- * SPEED_ERROR_PCT of the recipe's fastest, and that fastest row when another one is. */
+ * SPEED_ERROR_PCT of the recipe's fastest, and that fastest row when another one is.
+ * report_from_sweep calls it; after report_rank (merge), call it on the rows kept. */
 void report_mark_ties(struct report *r);
 /* One point as a row (explain and tests use it too). */
 void report_row_from_point(struct report_row *row, const struct sweep *s,
