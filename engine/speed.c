@@ -282,6 +282,33 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     sp->fwd_share = fwd_passes / (fwd_passes + 2.0);
     sp->host_s = kernels_fwd(m, c, gemms) * (elem_passes + 2.0) * SPEED_LAUNCH_S;
     prepare_comm(p, c, g, trained, fwd_passes, sp);
+    speed_fold(sp);
+}
+
+void speed_fold(struct speed_prepared *sp)
+{
+    sp->nterm = 0;
+    for (int i = 0; i < sp->ngemm; i++) {
+        const struct speed_gemm *k = &sp->gemm[i];
+        struct speed_term t = {k->flops_tok * k->passes / sp->matmul_rate,
+                               k->bytes_tok * k->passes / sp->bw, k->bytes_fixed * k->passes / sp->bw};
+        int j = 0; /* a class proportional to an earlier one (q and o, k and v) adds to it */
+        while (j < sp->nterm && !(sp->term[j].compute_s * t.mem_s == sp->term[j].mem_s * t.compute_s &&
+                                  sp->term[j].compute_s * t.mem_fixed_s == sp->term[j].mem_fixed_s * t.compute_s &&
+                                  sp->term[j].compute_s > 0))
+            j++;
+        if (j == sp->nterm) {
+            sp->term[sp->nterm++] = t;
+        } else {
+            sp->term[j].compute_s += t.compute_s;
+            sp->term[j].mem_s += t.mem_s;
+            sp->term[j].mem_fixed_s += t.mem_fixed_s;
+        }
+    }
+    sp->attn_s_tok = sp->attn_bytes_tok > 0 ? 0 : sp->attn_flops_tok * sp->attn_passes / sp->attn_rate;
+    sp->eager_s_tok = sp->attn_bytes_tok > 0
+        ? sp->attn_flops_tok * sp->attn_passes / sp->attn_rate + sp->attn_bytes_tok / sp->bw : 0;
+    sp->elem_s_tok = sp->elem_bytes_tok / sp->bw;
 }
 
 void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
@@ -289,20 +316,16 @@ void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
 {
     const double b = (double)c->micro_batch, seq = (double)c->seq_len, tok = b * seq;
     double gemm_s = 0;
-    for (int i = 0; i < sp->ngemm; i++) {
-        const struct speed_gemm *k = &sp->gemm[i];
-        double t_c = k->flops_tok * tok / sp->matmul_rate;
-        double t_m = (k->bytes_tok * tok + k->bytes_fixed) / sp->bw;
-        gemm_s += (t_c > t_m ? t_c : t_m) * k->passes;
+    for (int i = 0; i < sp->nterm; i++) { /* the roofline of each class */
+        const struct speed_term *k = &sp->term[i];
+        double t_c = k->compute_s * tok, t_m = k->mem_s * tok + k->mem_fixed_s;
+        gemm_s += t_c > t_m ? t_c : t_m;
     }
     /* FlashAttention at s: rate * s / (s + s_half), so time = flops * (s + s_half) / s */
-    double attn_flops = sp->attn_flops_tok * tok * seq;
-    double attn_s = sp->attn_flops_tok * tok * (seq + SPEED_ATTN_S_HALF) * sp->attn_passes / sp->attn_rate;
-    if (sp->attn_bytes_tok > 0)
-        attn_s = attn_flops * sp->attn_passes / sp->attn_rate + sp->attn_bytes_tok * tok * seq / sp->bw;
-    s->flops = sp->flops_tok * tok + attn_flops * sp->attn_passes;
+    double attn_s = tok * (sp->attn_s_tok * (seq + SPEED_ATTN_S_HALF) + sp->eager_s_tok * seq);
+    s->flops = (sp->flops_tok + sp->attn_flops_tok * seq * sp->attn_passes) * tok;
     s->compute_s = gemm_s + attn_s;
-    s->memory_s = sp->elem_bytes_tok * tok / sp->bw + sp->fixed_s;
+    s->memory_s = sp->elem_s_tok * tok + sp->fixed_s;
     double gpu = s->compute_s + s->memory_s;
     if (gpu < sp->host_s) /* the host cannot launch kernels as fast as they finish */
         gpu = sp->host_s;

@@ -78,6 +78,12 @@ struct speed_gemm {
     double passes; /* forward passes + input-gradient + weight-gradient GEMMs of one step */
 };
 
+/* A GEMM class folded for the point loop: seconds = max(compute_s * tokens,
+ * mem_s * tokens + mem_fixed_s), every pass included. */
+struct speed_term {
+    double compute_s, mem_s, mem_fixed_s;
+};
+
 enum speed_overlap { OVERLAP_NONE, OVERLAP_FSDP, OVERLAP_DDP };
 
 /* Batch-independent part of the speed model, per (model, config). */
@@ -99,10 +105,19 @@ struct speed_prepared {
     double comm_first_s;     /* what prefetching cannot hide: first gather / last bucket */
     double act_comm_tok;     /* TP all-reduce seconds per token (exposed) */
     double act_comm_fixed_s; /* their latency per step */
+    /* folded by speed_fold for speed_eval: classes of proportional cost merged */
+    int nterm;
+    struct speed_term term[SPEED_GEMM_MAX];
+    double attn_s_tok;       /* FlashAttention seconds per token per unit of (s + s_half) */
+    double eager_s_tok;      /* eager attention seconds per token per unit of s */
+    double elem_s_tok;       /* memory-bound seconds per token */
 };
 
 void speed_prepare(const struct model_plan *p, const struct train_config *c,
                    const struct gpu_spec *g, struct speed_prepared *sp);
+/* Folds the descriptive fields above into the per-token coefficients speed_eval uses
+ * (speed_prepare calls it; call it again after changing them by hand). */
+void speed_fold(struct speed_prepared *sp);
 void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
                 struct speed_estimate *s);
 

@@ -69,6 +69,16 @@ static void test_gemm_classes(void **state)
     /* the default efficiencies: 0.80 of the peak for matmuls, 0.85 of the bandwidth */
     assert_true(sp.matmul_rate == 100e12 * 0.80);
     assert_true(sp.bw == 1000e9 * SPEED_BW_EFF);
+    /* folded: proportional classes merge, {q, o}, {k, v}, {gate, up, down}, {lm_head},
+     * keeping the total matmul time */
+    assert_int_equal(sp.ngemm, 8);
+    assert_int_equal(sp.nterm, 4);
+    double classes = 0, terms = 0;
+    for (int i = 0; i < sp.ngemm; i++)
+        classes += sp.gemm[i].flops_tok * sp.gemm[i].passes / sp.matmul_rate;
+    for (int i = 0; i < sp.nterm; i++)
+        terms += sp.term[i].compute_s;
+    assert_float_equal(classes, terms, 1e-20);
     c.grad_ckpt = true;
     speed_prepare(&plan, &c, &gpu, &sp);
     assert_true(sp.gemm[0].passes == 4.0);
@@ -104,6 +114,7 @@ static void test_eval_by_hand(void **state)
     sp.matmul_rate = sp.bw = sp.attn_rate = 1e12;
     sp.attn_flops_tok = 1e3, sp.attn_passes = 3.5;
     sp.elem_bytes_tok = 2e5, sp.fixed_s = 1e-3, sp.host_s = 1e-6;
+    speed_fold(&sp);
     struct train_config c = full_bf16();
     c.micro_batch = 2, c.seq_len = 768;
     struct speed_estimate s;
@@ -130,6 +141,7 @@ static void test_overlap(void **state)
     sp.gemm[0] = (struct speed_gemm){.flops_tok = 1e9, .passes = 1}; /* 1 s for 1000 tokens */
     sp.matmul_rate = sp.bw = sp.attn_rate = 1e12;
     sp.fwd_share = 1.0 / 3.0;
+    speed_fold(&sp);
     struct train_config c = full_bf16();
     c.seq_len = 1000;
     struct speed_estimate s;
@@ -182,6 +194,7 @@ static void test_attention_efficiency(void **state)
     memset(&sp, 0, sizeof sp);
     sp.matmul_rate = sp.bw = 1e12, sp.attn_rate = 1e12;
     sp.attn_flops_tok = 1.0, sp.attn_passes = 1.0;
+    speed_fold(&sp);
     struct train_config c = full_bf16();
     struct speed_estimate s;
     c.seq_len = 256;
