@@ -37,7 +37,9 @@ static int parse_args(int argc, char **argv, struct vargs *a)
                  "the median absolute error exceeds PCT. Each predicted row gets an error band\n"
                  "from the other sources' residuals (leave-one-source-out); its coverage and\n"
                  "width are printed per source. --write-band writes the band table of all rows\n"
-                 "(what the sweep reads from datasets/band.csv).");
+                 "(what the sweep reads from datasets/band.csv). Rows with tokens_per_s_gpu\n"
+                 "(metric none: throughput only) are compared with the speed model: per source\n"
+                 "the median absolute error and the pairwise ordering agreement in each group.");
             return -1;
         }
         if (!strcmp(argv[i], "--paper") || !strcmp(argv[i], "--summary")) {
