@@ -20,7 +20,7 @@ grep -q '^TTF-01 .*sequence length is a cap' "$TMP/report.txt" \
 "$BIN" validate --measured "$PROJECT/datasets/measured/throughput.csv" --out "$TMP/t.csv" \
   > "$TMP/t.txt" || fail "validate on throughput.csv"
 grep -Eq '^LF +209 ' "$TMP/t.txt" || fail "209 llm-foundry rows compared"
-grep -q '"LF","llm-foundry/mpt-7b",none,0.000,,,"skipped: throughput only (metric none)",[0-9]*,[0-9]*$' \
+grep -q '"LF","llm-foundry/mpt-7b",none,0.000,,,"skipped: throughput only (metric none)",[0-9]*,[0-9]*,[0-9.]*,[0-9.]*$' \
   "$TMP/t.csv" || fail "a throughput-only row in the CSV"
 grep -q '"TTF","meta-llama/Llama-3.2-3B-Instruct",allocated,60.000,.*,7075,[0-9][0-9]*,[0-9.]*,[0-9.]*$' "$TMP/v.csv" \
   || fail "TTF-02's throughput and its prediction in the CSV"
