@@ -17,19 +17,14 @@
 
 #include "memmodel.h"
 #include "plan.h"
+#include "tiny_model.h"
 
 static struct model_plan plan;
 
 static int setup(void **state)
 {
     (void)state;
-    struct model_spec m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.name, sizeof m.name, "tiny");
-    model_family_defaults("llama", &m);
-    m.layers = 2, m.hidden = 64, m.heads = 4, m.kv_heads = 2, m.head_dim = 16;
-    m.intermediate = 128, m.vocab = 1000, m.max_pos = 128;
-    return plan_init(&plan, &m);
+    return tiny_model_plan(&plan);
 }
 
 static int teardown(void **state)

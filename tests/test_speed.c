@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "speed.h"
+#include "tiny_model.h"
 
 static struct model_plan plan;
 static struct gpu_spec gpu;
@@ -20,18 +21,12 @@ static struct gpu_spec gpu;
 static int setup(void **state)
 {
     (void)state;
-    struct model_spec m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.name, sizeof m.name, "tiny");
-    model_family_defaults("llama", &m);
-    m.layers = 2, m.hidden = 64, m.heads = 4, m.kv_heads = 2, m.head_dim = 16;
-    m.intermediate = 128, m.vocab = 1000, m.max_pos = 128;
     memset(&gpu, 0, sizeof gpu);
     snprintf(gpu.name, sizeof gpu.name, "TEST-GPU");
     gpu.bf16_tflops = gpu.fp16_tflops = 100, gpu.fp32_tflops = 10;
     gpu.mem_bw_gbs = 1000, gpu.interconnect_gbs = 100, gpu.internode_gbs = 10;
     gpu.gpus_per_node = 8;
-    return plan_init(&plan, &m);
+    return tiny_model_plan(&plan);
 }
 
 static int teardown(void **state)
