@@ -58,7 +58,13 @@ class DeviceMemory:
         """Bytes in use on the device, or None when neither NVML nor nvidia-smi answers."""
         try:
             if self.kind == "nvml":
-                return int(self.nvml.nvmlDeviceGetMemoryInfo(self.h).used)
+                # NVML's v1 `used` counts the framebuffer the driver reserves for itself
+                # (hundreds of MiB even on an idle GPU); v2 leaves it out, as nvidia-smi does
+                # (NVML nvmlMemory_v2_t). nvidia-ml-py asks for v1 unless told otherwise.
+                v2 = getattr(self.nvml, "nvmlMemory_v2", None)
+                info = (self.nvml.nvmlDeviceGetMemoryInfo(self.h, version=v2) if v2
+                        else self.nvml.nvmlDeviceGetMemoryInfo(self.h))
+                return int(info.used)
             if self.kind == "nvidia-smi":
                 sel = self.uuid or str(self.index)
                 out = subprocess.run(
