@@ -62,8 +62,10 @@ class DeviceMemory:
                 # (hundreds of MiB even on an idle GPU); v2 leaves it out, as nvidia-smi does
                 # (NVML nvmlMemory_v2_t). nvidia-ml-py asks for v1 unless told otherwise.
                 v2 = getattr(self.nvml, "nvmlMemory_v2", None)
-                info = (self.nvml.nvmlDeviceGetMemoryInfo(self.h, version=v2) if v2
-                        else self.nvml.nvmlDeviceGetMemoryInfo(self.h))
+                try:
+                    info = self.nvml.nvmlDeviceGetMemoryInfo(self.h, version=v2)
+                except Exception:  # an older nvidia-ml-py or driver: v1
+                    info = self.nvml.nvmlDeviceGetMemoryInfo(self.h)
                 return int(info.used)
             if self.kind == "nvidia-smi":
                 sel = self.uuid or str(self.index)
