@@ -206,7 +206,7 @@ static uint64_t allocated_peak(enum loss_path lp, enum lp_class k)
  * own size rounded to 2 MiB, and every step length below is a multiple of 2 MiB for every
  * element size: the replay is exact at this scale and, the allocator's rules being the same
  * for all large requests, the bytes per entry it finds hold at any batch and vocabulary
- * (up to the 2 MiB rounding of small batches). */
+ * while every tensor stays well above the allocator's absolute thresholds (README). */
 #define REF_ENTRIES (UINT64_C(1) << 28)
 
 /* Batch lengths of the replayed steps, in 64ths of the longest (seq_len).
