@@ -471,6 +471,7 @@ static void eval_llmem(const struct model_plan *p, const struct train_config *c,
     e->device = t.peak;
     e->reserved = t.peak - t.m_base;
     e->allocated = e->reserved;
+    e->shown = e->device;
     e->phase_reserved[PHASE_LOSS] = e->reserved;
 }
 
@@ -536,6 +537,7 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         }
     }
     e->device = held + base + mp->paged;
+    e->shown = e->reserved + base + mp->paged;
 }
 
 /* The least allocated memory any run of c must reach (memmodel.h). At the optimizer step

@@ -79,6 +79,8 @@ struct mem_estimate {
     uint64_t phase[PHASE_COUNT][TERM_COUNT]; /* allocated bytes per phase and term */
     uint64_t phase_reserved[PHASE_COUNT];    /* reserved bytes per phase (no context) */
     uint64_t allocated, reserved, device;    /* the three peaks; device is what OOMs */
+    uint64_t shown;                          /* reserved + what lies outside the allocator:
+                                                what nvidia-smi shows with memory to spare */
     enum mem_phase peak_phase;               /* where the device peak is */
     /* `reserved` is what torch.cuda.max_memory_reserved reports when memory is plentiful;
      * `device` counts only what the allocator could not give back when memory runs short

@@ -20,8 +20,8 @@ static double metric_bytes(const char *metric, const struct mem_estimate *e,
         return (double)e->allocated;
     if (!strcmp(metric, "reserved"))
         return (double)e->reserved;
-    if (!strcmp(metric, "device"))
-        return (double)e->device;
+    if (!strcmp(metric, "device")) /* nvidia-smi: every cached segment, not only what OOMs */
+        return (double)e->shown;
     if (!strcmp(metric, "reserved-delta")) /* minus the weights resident before step 1 */
         return (double)e->reserved - (double)mp->fixed[PHASE_FORWARD][TERM_PARAMS];
     *ok = false;

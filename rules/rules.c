@@ -821,6 +821,8 @@ static uint64_t to_device(double v, int metric, const struct mem_estimate *e)
         extra = (double)e->device - (double)e->reserved;
     else if (metric == RULES_ALLOCATED)
         extra = (double)e->device - (double)e->allocated;
+    else /* a device-metric set predicts what nvidia-smi shows */
+        extra = (double)e->device - (double)e->shown;
     double d = ceil(fmax(0.0, v + extra));
     return d >= 0x1p63 ? UINT64_C(1) << 63 : (uint64_t)d;
 }
@@ -829,7 +831,7 @@ static uint64_t to_device(double v, int metric, const struct mem_estimate *e)
 static double model_metric(int metric, const struct mem_estimate *e)
 {
     return (double)(metric == RULES_ALLOCATED ? e->allocated
-                    : metric == RULES_RESERVED ? e->reserved : e->device);
+                    : metric == RULES_RESERVED ? e->reserved : e->shown);
 }
 
 bool rules_eval_point(const struct rule_book *rb, const struct rules_point *pt,

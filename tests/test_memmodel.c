@@ -158,6 +158,24 @@ static void test_blas_workspace(void **state)
     assert_int_equal(e1.device - e0.device, 20 << 20);
 }
 
+/* Variable-length batches: the loss path's stranded segments count in the loss phase's
+ * `reserved` (19 bytes per token and vocabulary entry against 14 packed, losspath.c): over
+ * 16 tokens x 1000 entries, 5 x 16,000 = 80,000 bytes more. What nvidia-smi shows is the
+ * reserved peak plus what lies outside the allocator (here the 1 MiB base). */
+static void test_variable_reserved(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate packed, variable;
+    c.data = DATA_PACKED;
+    predict(&c, &packed);
+    c.data = DATA_VARIABLE;
+    predict(&c, &variable);
+    assert_int_equal(variable.phase_reserved[PHASE_LOSS] - packed.phase_reserved[PHASE_LOSS], 80000);
+    assert_int_equal(variable.shown, variable.reserved + (1 << 20));
+    assert_int_equal(variable.allocated, packed.allocated);
+}
+
 /* QLoRA r = 4 on q and v, bf16 compute, HF (adapters fp32):
  *   block Linears 73728 weights in NF4: 0.5 + 4/64 bytes each = 41472
  *   the rest (embedding, lm_head, norms) 202048 - 73728 = 128320 in bf16 = 256640
@@ -321,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_forward_activations),
         cmocka_unit_test(test_eager_attention),
         cmocka_unit_test(test_logits), cmocka_unit_test(test_blas_workspace),
+        cmocka_unit_test(test_variable_reserved),
         cmocka_unit_test(test_qlora_weights),
         cmocka_unit_test(test_paged_states),
         cmocka_unit_test(test_sharding),
