@@ -43,6 +43,7 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"act-offload", 0, 0, "activation offloading to CPU is not modelled"},
         {"selective-ac", 0, 0, "selective (per-op) activation checkpointing is not modelled"},
         {"float8", 0, 0, "float8 linears are not modelled"},
+        {"rocm", 0, 0, "AMD GPUs (ROCm's allocator and kernels) are not modelled"},
         {"context-parallel", 0, 0, "context parallelism is not modelled"},
         {"pipeline-parallel", 0, 0, "pipeline parallelism is not modelled"},
         {"cpu-offload", 0, 0, "CPU offload of parameters/optimizer is not modelled"},

@@ -394,7 +394,7 @@ void options_usage(enum options_mode mode)
           "  --grad-ckpt LIST   on,off,selective (selective: op-level SAC, as torchtitan)\n"
           "  --optimizer LIST   adamw,adamw8bit,sgd\n"
           "  --stack NAME       hf (default; transformers >= 4.49), hf-4.46 (4.46-4.48),\n"
-          "                     hf-4.31 (4.31-4.45), litgpt, torchtune, colossal\n"
+          "                     hf-4.31 (4.31-4.45), litgpt, torchtune, torchtitan, colossal\n"
           "  --attention A      sdpa (default) or eager\n"
           "  --paper            LLMem's equations exactly (fp16, full, checkpointing, Adam)\n"
           "  --rules PATH       measured peak-type rules (a rules CSV or a folder of them)\n"

@@ -10,7 +10,7 @@ static const char *const finetune_names[FT_COUNT] = {"full", "lora", "qlora"};
 static const char *const quant_names[QUANT_COUNT] = {"none", "int8", "nf4", "nf4-dq"};
 static const char *const optimizer_names[OPT_COUNT] = {"adamw", "adamw8bit", "sgd"};
 static const char *const stack_names[STACK_COUNT] = {"hf", "litgpt", "torchtune", "colossal",
-                                                     "hf-4.46", "hf-4.31"};
+                                                     "hf-4.46", "hf-4.31", "torchtitan"};
 static const char *const data_shape_names[DATA_COUNT] = {"variable", "packed"};
 static const char *const alloc_conf_names[ALLOC_COUNT] = {"default", "expandable"};
 
@@ -63,6 +63,11 @@ uint32_t stack_features(enum stack s)
     case STACK_TORCHTUNE: /* FSDP2; recipes set AdamW(fused=True); QLoRA is torchao NF4;
                              chunked CE and compile per recipe */
         return FEAT_FSDP | FEAT_FUSED_OPT | FEAT_TORCHAO_NF4;
+    case STACK_TORCHTITAN: /* FSDP2 (fully_shard per block, the root kept gathered); AdamW with
+                              optimizer.fused = False by default (torchtitan 9dec370
+                              components/optimizer); its loss, cross_entropy(pred.float()) after
+                              which train.py does `del pred` before backward, is the hf path */
+        return FEAT_FSDP;
     case STACK_COLOSSAL:  /* LLMem's own stack: Gemini chunks, full gather under ADP */
     default:
         return 0;

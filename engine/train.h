@@ -27,6 +27,7 @@ enum stack {
     STACK_LITGPT, STACK_TORCHTUNE, STACK_COLOSSAL,
     STACK_HF_446,    /* the same with transformers 4.46 .. 4.48 (losspath.c) */
     STACK_HF_431,    /* the same with transformers 4.31 .. 4.45 */
+    STACK_TORCHTITAN,/* torchtitan: FSDP2, foreach AdamW, cross_entropy on the fp32 upcast */
     STACK_COUNT
 };
 

@@ -41,10 +41,10 @@ OUT_HEADER = [
 # Canonical order of feature flags; the last four make a row unrepresentable.
 FEATURE_ORDER = [
     "compile", "flash-attn", "adapter-bf16", "lora-dropout", "grad-accum", "fsdp",
-    "selective-ac", "float8", "context-parallel", "pipeline-parallel",
+    "selective-ac", "float8", "rocm", "context-parallel", "pipeline-parallel",
 ]
 
-# id prefix -> stack (torchtitan is not a stack the model knows). ms-swift 1.5 pins
+# id prefix -> stack. ms-swift 1.5 pins
 # transformers>=4.33,<4.37 (requirements/framework.txt @019ebebb): the hf-4.31 profile.
 SOURCES = {
     "SWB": "hf-4.31",
@@ -104,16 +104,16 @@ FLOAT8 = [
 QUANT_MAP = {"none": ("none", [])}
 QUANT_MAP.update({q: ("none", ["float8"]) for q in FLOAT8})
 
-# grad_ckpt -> (on/off, features). torchtitan's per-op selective AC saves chosen op outputs
-# (matmuls, attention) and recomputes the rest: neither the per-block nor the no-AC count.
+# grad_ckpt -> (off/on/selective, features). torchtitan's per-op selective AC saves chosen op
+# outputs (every second matmul, attention) and recomputes the rest: `--grad-ckpt selective`.
 CKPT_MAP = {
     "yes": ("on", []),
     "no": ("off", []),
     "full": ("on", []),
-    "selective (per-op SAC)": ("on", ["selective-ac"]),
+    "selective (per-op SAC)": ("selective", []),
     "selective (per-op SAC; train_configs/llama3_8b.toml selective_ac_option='op')":
-        ("on", ["selective-ac"]),
-    "selective (per-op SAC per llama3_8b.toml at e7c0cae)": ("on", ["selective-ac"]),
+        ("selective", []),
+    "selective (per-op SAC per llama3_8b.toml at e7c0cae)": ("selective", []),
 }
 
 OPT_MAP = {
@@ -208,6 +208,8 @@ def convert_row(row):
     optimizer = lookup(OPT_MAP, row["optimizer"], rid, "optimizer")
     metric = lookup(METRIC_MAP, row["metric"], rid, "metric")
     gpu = lookup(GPU_MAP, row["gpu"], rid, "gpu")
+    if row["gpu"].startswith("MI300X"):  # ROCm: another allocator and other kernels
+        feats.append("rocm")
     notes = [parts[0]] + ([] if gpu else ["gpu: " + row["gpu"]])
     if stack == "hf-4.31":
         framework = lookup(FRAMEWORK_MAP, row["framework"], rid, "framework")
