@@ -97,7 +97,7 @@ static double model_bytes(struct model_plan *p, const struct train_config *c, in
     memmodel_prepare(p, c, &mo, &mp);
     memmodel_eval(p, c, &mo, &mp, &e);
     return (double)(metric == RULES_ALLOCATED ? e.allocated
-                    : metric == RULES_RESERVED ? e.reserved : e.device);
+                    : metric == RULES_RESERVED ? e.reserved : e.shown);
 }
 
 /* Fills row from table row r. Returns 0 (row ready), 1 (skipped, why set), -1 (error). */
@@ -132,6 +132,16 @@ static int read_row(struct fit_data *d, const struct csv_table *t, size_t r,
         return 1;
     }
     row->model = (size_t)m;
+    /* a measurement below what its own configuration must hold cannot be fitted to it
+     * (validate marks such rows inconsistent; memmodel_floor) */
+    const char *kind = measured_cell(t, r, "seq_kind");
+    enum mem_phase at;
+    const uint64_t floor = memmodel_floor(&d->plans[m], &row->c, !*kind || !strcmp(kind, "exact"), &at);
+    if (row->metric >= 0 && row->y < (double)floor) {
+        snprintf(why, n, "inconsistent: below the %.2f GiB its configuration holds",
+                 (double)floor / 1073741824.0);
+        return 1;
+    }
     row->model_bytes = model_bytes(&d->plans[m], &row->c, row->metric,
                                    catalog_find_gpu(cat, measured_cell(t, r, "gpu")), cat);
     return 0;
