@@ -148,10 +148,9 @@ int job_init(struct job *j, const struct options *o)
     s->opt = &j->opt;
     s->gpu = &j->gpu;
     s->budget = j->opt.budget;
-    s->mem.paper = j->opt.paper;
-    s->mem.base_bytes = j->opt.base_set ? j->opt.base : j->gpu.context_bytes;
-    s->mem.blas_ws = j->gpu.cublas_ws_bytes;
-    s->mem.nccl_bytes = j->gpu.nccl_bytes;
+    mem_options_for_gpu(&j->gpu, j->opt.paper, &s->mem);
+    if (j->opt.base_set)
+        s->mem.base_bytes = j->opt.base;
     return load_models(j);
 }
 

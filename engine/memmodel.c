@@ -408,18 +408,27 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
  * forward on the Python thread and its backward on autograd's device thread, so two.
  * Their segments come from the allocator model: off Hopper two 8.125 MiB blocks share one
  * 20 MiB segment, on Hopper two 32 MiB blocks take 64 MiB. */
-static void blas_workspaces(uint64_t ws, struct mem_prepared *mp)
+static void blas_workspaces(uint64_t ws, struct mem_options *o)
 {
     allocsim_block blocks[8];
     allocsim_state st;
     const allocsim_config cfg = {0, 0, 0};
     uint32_t h;
-    mp->ws_alloc = mp->ws_res = 0;
+    o->ws_alloc = o->ws_res = 0;
     if (!ws || allocsim_init(&st, &cfg, blocks, 8) != ALLOCSIM_OK ||
         allocsim_alloc(&st, ws, &h) != ALLOCSIM_OK || allocsim_alloc(&st, ws, &h) != ALLOCSIM_OK)
         return;
-    mp->ws_alloc = allocsim_get_stats(&st)->allocated;
-    mp->ws_res = allocsim_get_stats(&st)->reserved;
+    o->ws_alloc = allocsim_get_stats(&st)->allocated;
+    o->ws_res = allocsim_get_stats(&st)->reserved;
+}
+
+void mem_options_for_gpu(const struct gpu_spec *g, bool paper, struct mem_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->paper = paper;
+    o->base_bytes = g ? g->context_bytes : 0;
+    o->nccl_bytes = g ? g->nccl_bytes : NCCL_BYTES_DEFAULT;
+    blas_workspaces(g ? g->cublas_ws_bytes : CUBLAS_WS_DEFAULT, o);
 }
 
 bool memmodel_uses_llmem(enum stack stack, const struct mem_options *opt)
@@ -443,7 +452,6 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
         return;
     }
     fixed_phases(p, c, mp);
-    blas_workspaces(opt->blas_ws, mp);
     activation_coeffs(p, c, mp);
     logits_coeffs(p, c, mp);
 }
@@ -517,15 +525,15 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
             continue;
         uint64_t *row = e->phase[ph];
         memcpy(row, mp->fixed[ph], sizeof mp->fixed[ph]);
-        row[TERM_BASE] = base + mp->ws_alloc;
+        row[TERM_BASE] = base + opt->ws_alloc;
         row[TERM_ACTIVATIONS] += act[ph];
         row[TERM_LOGITS] = lg[ph];
         row[TERM_COMM] += cm[ph];
-        uint64_t alloc = mp->ws_alloc;
+        uint64_t alloc = opt->ws_alloc;
         for (int k = TERM_PARAMS; k < TERM_COUNT; k++)
             alloc += row[k];
         const uint64_t others = mp->fixed_r[ph] + alloc_round(act[ph]) + alloc_round(cm[ph]) +
-                                mp->ws_res;
+                                opt->ws_res;
         e->phase_reserved[ph] = others + lg_res[ph];
         if (alloc > e->allocated)
             e->allocated = alloc;

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gpu.h"
 #include "llmem.h"
 #include "plan.h"
 #include "train.h"
@@ -46,9 +47,14 @@ const char *mem_phase_name(enum mem_phase p); /* "forward", "lm_head+loss", ... 
 struct mem_options {
     bool paper;          /* LLMem's equations exactly */
     uint64_t base_bytes; /* m_base: CUDA context and workspaces of the GPU */
-    uint64_t blas_ws;    /* PyTorch's cuBLAS workspace per handle (gpu.h), 0 = none */
     uint64_t nccl_bytes; /* NCCL buffers of one communicator per GPU (gpu.h), outside the allocator */
+    uint64_t ws_alloc, ws_res; /* cuBLAS workspaces: allocated, and the segments they take */
 };
+
+/* The options of GPU g (NULL: no context, the default workspace and NCCL sizes of gpu.h):
+ * its context, NCCL buffers and cuBLAS workspaces, whose segments the allocator model
+ * works out here, once per GPU rather than per configuration. */
+void mem_options_for_gpu(const struct gpu_spec *g, bool paper, struct mem_options *o);
 
 /* Batch-independent part of a prediction (per model and configuration). */
 struct mem_prepared {
@@ -69,7 +75,6 @@ struct mem_prepared {
     uint64_t comm_tok;       /* TP gather buffer per token */
     uint64_t nccl;           /* device-level NCCL buffers */
     uint64_t paged;          /* optimizer states in managed memory (outside the allocator) */
-    uint64_t ws_alloc, ws_res; /* cuBLAS workspaces: allocated, and the segments they take */
     int32_t layers, tp;      /* layers, TP degree that divides the inner activations */
     int64_t vocab, heads;
     bool ckpt, use_llmem;

@@ -16,12 +16,9 @@ static double metric_bytes(const char *metric, const struct mem_estimate *e,
                            const struct mem_prepared *mp, bool *ok)
 {
     *ok = true;
-    if (!strcmp(metric, "allocated"))
-        return (double)e->allocated;
-    if (!strcmp(metric, "reserved"))
-        return (double)e->reserved;
-    if (!strcmp(metric, "device")) /* nvidia-smi: every cached segment, not only what OOMs */
-        return (double)e->shown;
+    const int m = rules_metric_parse(metric); /* allocated, reserved, device (nvidia-smi) */
+    if (m >= 0)
+        return rules_model_metric(m, e);
     if (!strcmp(metric, "reserved-delta")) /* minus the weights resident before step 1 */
         return (double)e->reserved - (double)mp->fixed[PHASE_FORWARD][TERM_PARAMS];
     *ok = false;
@@ -66,9 +63,8 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
         predict_speed(p, c, g, exact_seq, out);
     if (!strcmp(out->metric, "none"))
         return snprintf(why, n, "throughput only (metric none)"), why;
-    struct mem_options mo = {vo->paper, g ? g->context_bytes : 0,
-                             g ? g->cublas_ws_bytes : CUBLAS_WS_DEFAULT,
-                             g ? g->nccl_bytes : NCCL_BYTES_DEFAULT};
+    struct mem_options mo;
+    mem_options_for_gpu(g, vo->paper, &mo);
     if (memmodel_uses_llmem(c->stack, &mo))
         plan_chunk(p);
     struct mem_prepared mp;

@@ -76,8 +76,8 @@ static int valid_cand_name(const char *s)
     return 1;
 }
 
-/* The memory model's prediction of a row for its metric (as validate predicts it), with
- * the row's GPU's CUDA context (the default GPU's when it names none in the catalog). */
+/* The memory model's prediction of a row for its metric, with the row's GPU's terms (the
+ * default GPU's when it names none in the catalog). */
 static double model_bytes(struct model_plan *p, const struct train_config *c, int metric,
                           const struct gpu_spec *g, const struct catalog *cat)
 {
@@ -85,9 +85,8 @@ static double model_bytes(struct model_plan *p, const struct train_config *c, in
         g = catalog_find_gpu(cat, JOB_DEFAULT_GPU);
     if (!g)
         return 0.0;
-    /* the GPU's terms as validate takes them (engine/validate.c, predict_bytes) */
-    struct mem_options mo = {.paper = false, .base_bytes = g->context_bytes,
-                             .blas_ws = g->cublas_ws_bytes, .nccl_bytes = g->nccl_bytes};
+    struct mem_options mo;
+    mem_options_for_gpu(g, false, &mo);
     if (metric < 0 || train_config_check(c, p->spec.heads, p->spec.kv_heads))
         return 0.0;
     if (memmodel_uses_llmem(c->stack, &mo))
@@ -96,8 +95,7 @@ static double model_bytes(struct model_plan *p, const struct train_config *c, in
     struct mem_estimate e;
     memmodel_prepare(p, c, &mo, &mp);
     memmodel_eval(p, c, &mo, &mp, &e);
-    return (double)(metric == RULES_ALLOCATED ? e.allocated
-                    : metric == RULES_RESERVED ? e.reserved : e.shown);
+    return rules_model_metric(metric, &e);
 }
 
 /* Fills row from table row r. Returns 0 (row ready), 1 (skipped, why set), -1 (error). */

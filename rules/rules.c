@@ -827,8 +827,7 @@ static uint64_t to_device(double v, int metric, const struct mem_estimate *e)
     return d >= 0x1p63 ? UINT64_C(1) << 63 : (uint64_t)d;
 }
 
-/* The memory model's prediction in a set's metric. */
-static double model_metric(int metric, const struct mem_estimate *e)
+double rules_model_metric(int metric, const struct mem_estimate *e)
 {
     return (double)(metric == RULES_ALLOCATED ? e->allocated
                     : metric == RULES_RESERVED ? e->reserved : e->shown);
@@ -846,7 +845,7 @@ bool rules_eval_point(const struct rule_book *rb, const struct rules_point *pt,
         return false;
     const struct rule_set *s = &rb->sets[pt->set];
     if (s->with_model == RULES_ADD) /* model + correction, in the set's metric; always binds */
-        v = fmax(0.0, model_metric(s->metric, e) + v);
+        v = fmax(0.0, rules_model_metric(s->metric, e) + v);
     uint64_t dev = to_device(v, s->metric, e);
     if (s->with_model == 1 && e->device >= dev) /* the model bounds it: report no rule */
         return false;

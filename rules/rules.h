@@ -52,6 +52,9 @@ enum rules_metric { RULES_ALLOCATED, RULES_RESERVED, RULES_DEVICE, RULES_METRIC_
 
 /* Parses "allocated" | "reserved" | "device"; -1 otherwise. */
 int rules_metric_parse(const char *s);
+/* @return the memory model's prediction e in metric m (enum rules_metric): allocated,
+ *         reserved, or for `device` what nvidia-smi shows (mem_estimate.shown). */
+double rules_model_metric(int metric, const struct mem_estimate *e);
 const char *rules_metric_name(enum rules_metric m);
 
 /* Parses a rules CSV held in memory; name is used in messages (the fuzz target's entry). */

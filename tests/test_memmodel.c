@@ -145,9 +145,11 @@ static void test_blas_workspace(void **state)
     (void)state;
     struct train_config c = base_config();
     struct mem_options none = {.paper = false, .base_bytes = 1 << 20};
-    struct mem_options ampere = none, hopper = none;
-    ampere.blas_ws = 8519680;
-    hopper.blas_ws = 33554432;
+    struct gpu_spec a100 = {.context_bytes = 1 << 20, .cublas_ws_bytes = 8519680};
+    struct gpu_spec h100 = {.context_bytes = 1 << 20, .cublas_ws_bytes = 33554432};
+    struct mem_options ampere, hopper;
+    mem_options_for_gpu(&a100, false, &ampere);
+    mem_options_for_gpu(&h100, false, &hopper);
     struct mem_estimate e0, e1, e2;
     memmodel_predict(&plan, &c, &none, &e0);
     memmodel_predict(&plan, &c, &ampere, &e1);
