@@ -7,7 +7,7 @@
 
 #include "band.h"
 #include "csv_table.h"
-#include "job.h"
+#include "catalog.h"
 #include "measured.h"
 #include "memmodel.h"
 #include "nnls.h"
@@ -82,7 +82,7 @@ static double model_bytes(struct model_plan *p, const struct train_config *c, in
                           const struct gpu_spec *g, const struct catalog *cat)
 {
     if (!g)
-        g = catalog_find_gpu(cat, JOB_DEFAULT_GPU);
+        g = catalog_find_gpu(cat, CATALOG_DEFAULT_GPU);
     if (!g)
         return 0.0;
     struct mem_options mo;

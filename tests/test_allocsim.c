@@ -1,6 +1,6 @@
 /* test_allocsim.c: the caching-allocator model on hand-worked sequences. Each expected
  * number is derived in the comment beside it from the rules of
- * c10/cuda/CUDACachingAllocator.cpp (see engine/allocsim.c). */
+ * c10/cuda/CUDACachingAllocator.cpp (see engine/model/allocsim.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* test_band.c: error bands (engine/band.c) on hand-worked residuals. */
+/* test_band.c: error bands (engine/inputs/band.c) on hand-worked residuals. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "job.h"
+#include "model_source.h"
 
 const char *const measured_columns[] = {
     "model", "method", "gpus", "tp", "micro_batch", "seq_len", "precision", "finetune", "lora_r",
@@ -208,5 +208,5 @@ int measured_row_model(const char *csv_path, const char *name, const struct cata
     if (!f)
         return -1;
     fclose(f);
-    return job_resolve_model(cat, path, m) == 0 ? 0 : -1;
+    return model_source_load(cat, path, m) == 0 ? 0 : -1;
 }

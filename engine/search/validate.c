@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job.h"
+#include "catalog.h"
 #include "measured.h"
 #include "memmodel.h"
 #include "speed.h"
@@ -137,7 +137,7 @@ static int predict_row(const struct csv_table *t, size_t r, const struct validat
         /* seq_kind (datasets/measured/README.md): a cap or unknown length sets no floor */
         const char *kind = measured_cell(t, r, "seq_kind");
         bool exact = !*kind || !strcmp(kind, "exact");
-        skip = predict_bytes(&p, &c, vo, g ? g : catalog_find_gpu(vo->cat, JOB_DEFAULT_GPU), exact,
+        skip = predict_bytes(&p, &c, vo, g ? g : catalog_find_gpu(vo->cat, CATALOG_DEFAULT_GPU), exact,
                              out, why, sizeof why);
         plan_free(&p);
     }

@@ -10,8 +10,6 @@
 #include "options.h"
 #include "sweep.h"
 
-#define JOB_DEFAULT_GPU "H100-SXM-80GB"
-
 struct job {
     struct options opt;
     struct catalog cat;
@@ -28,9 +26,5 @@ int job_init(struct job *j, const struct options *o);
 /* Enumerates the space of the options' axes (after options_default_axes). */
 int job_build_space(struct job *j);
 void job_free(struct job *j);
-
-/* Loads one model by catalog name or config.json path into *m. Returns 0, or an exit code
- * after printing the reason. */
-int job_resolve_model(const struct catalog *cat, const char *name, struct model_spec *m);
 
 #endif

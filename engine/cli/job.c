@@ -4,42 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "devices.h"
-#include "hf_config.h"
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-int job_resolve_model(const struct catalog *cat, const char *name, struct model_spec *m)
-{
-    const struct model_spec *c = catalog_find_model(cat, name);
-    if (c && !exists(name)) {
-        *m = *c;
-        return 0;
-    }
-    if (!exists(name)) {
-        fprintf(stderr, "llmem-sweep: unknown model '%s': not in %s/models.csv and no such "
-                        "file (see `llmem-sweep models`)\n", name, cat->dir);
-        return EXIT_USAGE;
-    }
-    struct hf_error err;
-    if (hf_config_load(name, m, &err) != 0) {
-        fprintf(stderr, "llmem-sweep: %s", err.file);
-        if (err.line > 0)
-            fprintf(stderr, ":%d:%d", err.line, err.column);
-        if (err.key[0])
-            fprintf(stderr, ": %s", err.key);
-        fprintf(stderr, ": %s\n", err.msg);
-        return EXIT_BAD_INPUT;
-    }
-    return 0;
-}
+#include "model_source.h"
 
 /* --gpu NAME; else the local GPU (its catalog entry, and its memory as the budget); else
  * the default entry. */
@@ -65,9 +33,9 @@ static int resolve_gpu(struct job *j)
             snprintf(j->gpu_note, sizeof j->gpu_note, "local GPU %.96s", dev.name);
         }
         if (!g)
-            g = catalog_find_gpu(&j->cat, JOB_DEFAULT_GPU);
+            g = catalog_find_gpu(&j->cat, CATALOG_DEFAULT_GPU);
         if (!g) {
-            fprintf(stderr, "llmem-sweep: %s/gpus.csv has no %s entry\n", j->cat.dir, JOB_DEFAULT_GPU);
+            fprintf(stderr, "llmem-sweep: %s/gpus.csv has no %s entry\n", j->cat.dir, CATALOG_DEFAULT_GPU);
             return EXIT_BAD_INPUT;
         }
         if (!j->gpu_note[0])
@@ -92,7 +60,7 @@ static int load_models(struct job *j)
     for (size_t i = 0; i < n; i++) {
         struct model_spec m;
         if (j->opt.nmodels) {
-            int rc = job_resolve_model(&j->cat, j->opt.models[i], &m);
+            int rc = model_source_load(&j->cat, j->opt.models[i], &m);
             if (rc)
                 return rc;
         } else {

@@ -8,6 +8,9 @@
 #include "gpu.h"
 #include "model.h"
 
+/* The GPU of a sweep without --gpu and without a local GPU (DESIGN.md section 4). */
+#define CATALOG_DEFAULT_GPU "H100-SXM-80GB"
+
 struct catalog {
     struct model_spec *models;
     size_t nmodels;
