@@ -38,6 +38,39 @@ static int enum_cell(const struct csv_table *t, size_t row, int col, const char 
     return csv_cell_error(t, row, col, e, "unknown value '%s'", t->cells[row][col]);
 }
 
+/* Optional columns (CATALOG.md): q/k norms, MoE and latent attention. An absent column, or
+ * an empty cell, keeps the family default (qk_norm) or 0. */
+static int model_row_ext(const struct csv_table *t, size_t r, struct model_spec *m,
+                         struct input_error *e)
+{
+    static const char *const qk[] = {"none", "head", "proj", NULL};
+    static const char *const cols[] = {"experts", "experts_per_tok", "moe_intermediate",
+                                       "shared_intermediate", "dense_layers", "q_lora_rank",
+                                       "kv_lora_rank", "qk_rope_dim", "v_head_dim"};
+    int64_t *dims[] = {&m->experts, &m->experts_per_tok, &m->moe_intermediate,
+                       &m->shared_intermediate, &m->dense_layers, &m->q_lora_rank,
+                       &m->kv_lora_rank, &m->qk_rope_dim, &m->v_head_dim};
+    int col = csv_table_col(t, "qk_norm"), k;
+    if (col >= 0 && *t->cells[r][col]) {
+        if (enum_cell(t, r, col, qk, &k, e))
+            return -1;
+        m->qk_norm = (enum qk_norm_kind)k;
+    }
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        col = csv_table_col(t, cols[i]);
+        if (col >= 0 && *t->cells[r][col] &&
+            csv_get_i64(t, r, col, 0, INT64_C(1) << 24, dims[i], e))
+            return -1;
+    }
+    col = csv_table_col(t, "shared_gate");
+    if (col >= 0 && *t->cells[r][col]) {
+        if (csv_get_bool(t, r, col, &k, e))
+            return -1;
+        m->shared_gate = k != 0;
+    }
+    return 0;
+}
+
 static int model_row(const struct csv_table *t, size_t r, struct model_spec *m,
                      struct input_error *e)
 {
@@ -79,6 +112,8 @@ static int model_row(const struct csv_table *t, size_t r, struct model_spec *m,
         *flags[i] = k != 0;
     }
     if (csv_get_i64(t, r, csv_table_col(t, "params"), 0, INT64_C(1) << 42, &m->published_params, e))
+        return -1;
+    if (model_row_ext(t, r, m, e))
         return -1;
     const char *bad = model_check(m);
     if (bad)

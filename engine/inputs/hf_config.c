@@ -148,13 +148,14 @@ static char *replace_nonfinite(const char *s, size_t len, size_t *out_len)
 
 enum field {
     F_LAYERS, F_HIDDEN, F_HEADS, F_KV_HEADS, F_HEAD_DIM, F_INTERMEDIATE, F_VOCAB, F_MAX_POS,
-    F_EMB_DIM, F_NORMS, F_COUNT
+    F_EMB_DIM, F_NORMS, F_EXPERTS, F_TOPK, F_MOE_INTER, F_SHARED, F_DENSE, F_KV_LORA, F_COUNT
 };
 
 /* model_check()'s names for the fields above. */
 static const char *const field_names[F_COUNT] = {
     "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab", "max_pos",
-    "emb_dim", "norms_per_layer",
+    "emb_dim", "norms_per_layer", "experts", "experts_per_tok", "moe_intermediate",
+    "shared_intermediate", "dense_layers", "kv_lora_rank",
 };
 
 /* Where one dimension lives in a config class. name: the class attribute, named in a
@@ -201,6 +202,9 @@ static int stablelm_extra(struct reader *r);
 static int falcon_extra(struct reader *r);
 static int qwen_extra(struct reader *r);
 static int mpt_extra(struct reader *r);
+static int mixtral_extra(struct reader *r);
+static int qwen_moe_extra(struct reader *r);
+static int deepseek_extra(struct reader *r);
 
 /* One row per model.h supported type. Defaults cite the HF config class of that type. */
 static const struct hf_class classes[] = {
@@ -305,6 +309,49 @@ static const struct hf_class classes[] = {
     {.type = "mpt", .hidden = K2("d_model", "hidden_size"),
      .layers = K2("n_layers", "num_hidden_layers"), .heads = K2("n_heads", "num_attention_heads"),
      .ffn_4x = true, .max_pos = K1("max_seq_len"), .max_pos_default = 2048, .extra = mpt_extra},
+    /* Qwen3Config (configuration_qwen3.py): head_dim default 128, max_position_embeddings
+     * default 32768, attention_bias default False. */
+    {.type = "qwen3", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
+     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+     .head_dim = K1("head_dim"), .max_pos_default = 32768, .head_dim_default = 128,
+     .extra = gemma_extra},
+    /* Gemma3TextConfig: head_dim default 256, max_position_embeddings default 131072,
+     * attention_bias default False. A "gemma3" file (Gemma3ForConditionalGeneration) is
+     * read through its text_config (read_root). Sliding-window layers change neither the
+     * parameters nor, under SDPA or eager attention, what autograd saves (the window is a
+     * mask), so sliding_window and layer_types are not read. */
+    {.type = "gemma3_text", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
+     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+     .head_dim = K1("head_dim"), .max_pos_default = 131072, .head_dim_default = 256,
+     .extra = gemma_extra},
+    /* Olmo2Config: num_key_value_heads None -> heads, max_position_embeddings default 2048,
+     * attention_bias default False. */
+    {.type = "olmo2", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
+     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+     .max_pos_default = 2048, .extra = gemma_extra},
+    /* MixtralConfig: intermediate_size is each expert's width (there is no dense MLP);
+     * num_key_value_heads default 8, max_position_embeddings default 4096 * 32. */
+    {.type = "mixtral", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
+     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+     .head_dim = K1("head_dim"), .max_pos_default = 131072, .extra = mixtral_extra},
+    /* Qwen2MoeConfig / Qwen3MoeConfig: intermediate_size is the dense MLP of mlp_only_layers
+     * (none in the published models); max_position_embeddings default 32768 (Qwen3-MoE
+     * 32768 too), Qwen3MoeConfig head_dim default 128. */
+    {.type = "qwen2_moe", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
+     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+     .max_pos_default = 32768, .extra = qwen_moe_extra},
+    {.type = "qwen3_moe", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
+     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+     .head_dim = K1("head_dim"), .max_pos_default = 32768, .head_dim_default = 128,
+     .extra = qwen_moe_extra},
+    /* DeepseekV2Config / DeepseekV3Config: intermediate_size is the dense MLP of the first
+     * first_k_dense_replace blocks; the attention is latent (deepseek_extra sets head_dim). */
+    {.type = "deepseek_v2", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
+     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+     .max_pos_default = 2048, .extra = deepseek_extra},
+    {.type = "deepseek_v3", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
+     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+     .max_pos_default = 4096, .extra = deepseek_extra},
 };
 
 static const struct hf_class *find_class(const char *type)
@@ -470,7 +517,8 @@ static int llama_extra(struct reader *r)
 static int gemma_extra(struct reader *r)
 {
     bool attn;
-    /* GemmaConfig / Gemma2Config.attention_bias (default False); the MLP has no bias. */
+    /* GemmaConfig / Gemma2Config / Gemma3TextConfig / Qwen3Config / Olmo2Config
+     * .attention_bias (default False): q/k/v/o biases; the MLP has no bias. */
     if (get_bool(r, "attention_bias", r->m->qkv_bias, &attn) != 0)
         return -1;
     r->m->qkv_bias = r->m->o_bias = attn;
@@ -575,12 +623,142 @@ static int mpt_extra(struct reader *r)
     return 0;
 }
 
+/* A count that may be 0 (n_shared_experts, first_k_dense_replace): absent or null gives
+ * dflt; otherwise an integer from 0 to 2^24. */
+static int get_count(struct reader *r, const char *key, int64_t dflt, enum field f,
+                     int64_t *out)
+{
+    json_t *v = json_object_get(r->root, key);
+    if (!v || json_is_null(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (json_is_integer(v) && json_integer_value(v) == 0) {
+        *out = 0;
+        r->src[f] = key;
+        return 0;
+    }
+    const struct keyspec k = {key, {key, NULL, NULL}};
+    return get_dim(r, &k, dflt, f, out);
+}
+
+/* Layer patterns the tensor model does not express: every block from dense_layers on is
+ * MoE. decoder_sparse_step / moe_layer_freq other than 1 and a non-empty mlp_only_layers
+ * (none in the published Qwen and DeepSeek models) are refused with the key named. */
+static int moe_every_layer(struct reader *r, const char *step_key)
+{
+    json_t *v = json_object_get(r->root, step_key);
+    if (v && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 1)) {
+        set_err(r->err, step_key, "key \"%s\" other than 1 (MoE only in some blocks) is not "
+                "supported", step_key);
+        return -1;
+    }
+    v = json_object_get(r->root, "mlp_only_layers");
+    if (v && !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0)) {
+        set_err(r->err, "mlp_only_layers", "key \"mlp_only_layers\" must be empty: dense "
+                "blocks among MoE blocks are not supported");
+        return -1;
+    }
+    return 0;
+}
+
+static int read_topk(struct reader *r, const char *experts_key, int64_t experts_default)
+{
+    static const struct keyspec topk_key = K1("num_experts_per_tok");
+    struct keyspec ek = {experts_key, {experts_key, NULL, NULL}};
+    return get_dim(r, &ek, experts_default, F_EXPERTS, &r->m->experts) != 0 ||
+                   get_dim(r, &topk_key, 2, F_TOPK, &r->m->experts_per_tok) != 0
+               ? -1
+               : 0;
+}
+
+static int mixtral_extra(struct reader *r)
+{
+    /* MixtralConfig: num_local_experts default 8, num_experts_per_tok default 2; every
+     * block is MoE (MixtralDecoderLayer.block_sparse_moe) with experts of
+     * intermediate_size. Biases are hard-coded off. */
+    if (read_topk(r, "num_local_experts", 8) != 0)
+        return -1;
+    r->m->moe_intermediate = r->m->intermediate;
+    r->src[F_MOE_INTER] = r->src[F_INTERMEDIATE];
+    return 0;
+}
+
+static int qwen_moe_extra(struct reader *r)
+{
+    static const struct keyspec moe_key = K1("moe_intermediate_size");
+    struct model_spec *m = r->m;
+    bool attn = m->qkv_bias;
+    /* Qwen2MoeConfig: num_experts 60, num_experts_per_tok 4, moe_intermediate_size 1408,
+     * shared_expert_intermediate_size 5632 (Qwen2MoeSparseMoeBlock: shared_expert MLP and
+     * shared_expert_gate Linear(hidden, 1)). Qwen3MoeConfig: num_experts 128,
+     * num_experts_per_tok 8, moe_intermediate_size 768, no shared expert, attention_bias. */
+    const bool v2 = strcmp(m->model_type, "qwen2_moe") == 0;
+    if (read_topk(r, "num_experts", v2 ? 60 : 128) != 0 ||
+        get_dim(r, &moe_key, v2 ? 1408 : 768, F_MOE_INTER, &m->moe_intermediate) != 0 ||
+        moe_every_layer(r, "decoder_sparse_step") != 0)
+        return -1;
+    if (v2 && get_count(r, "shared_expert_intermediate_size", 5632, F_SHARED,
+                        &m->shared_intermediate) != 0)
+        return -1;
+    m->shared_gate = m->shared_intermediate > 0;
+    if (!v2 && get_bool(r, "attention_bias", false, &attn) != 0)
+        return -1;
+    m->qkv_bias = attn;
+    m->o_bias = v2 ? false : attn;
+    return 0;
+}
+
+/* q_lora_rank: null means no query compression (DeepSeek-V2-Lite); absent, the class
+ * default 1536 (DeepseekV2Config and DeepseekV3Config). */
+static int read_q_lora(struct reader *r)
+{
+    json_t *v = json_object_get(r->root, "q_lora_rank");
+    static const struct keyspec k = K1("q_lora_rank");
+    if (v && json_is_null(v)) {
+        r->m->q_lora_rank = 0;
+        return 0;
+    }
+    return get_dim(r, &k, 1536, F_KV_LORA, &r->m->q_lora_rank);
+}
+
+static int deepseek_extra(struct reader *r)
+{
+    static const struct keyspec moe_key = K1("moe_intermediate_size"),
+                                kv_key = K1("kv_lora_rank"), nope_key = K1("qk_nope_head_dim"),
+                                rope_key = K1("qk_rope_head_dim"), v_key = K1("v_head_dim");
+    struct model_spec *m = r->m;
+    int64_t shared = 0, nope = 0;
+    bool attn;
+    /* DeepseekV2MoE: n_routed_experts experts of moe_intermediate_size, num_experts_per_tok
+     * of them a token, shared_experts = one MLP of moe_intermediate_size * n_shared_experts;
+     * blocks below first_k_dense_replace keep the dense MLP (DeepseekV2DecoderLayer). The
+     * MoE keys are required: the published files all give them. */
+    if (read_topk(r, "n_routed_experts", -1) != 0 ||
+        get_dim(r, &moe_key, -1, F_MOE_INTER, &m->moe_intermediate) != 0 ||
+        get_count(r, "n_shared_experts", 0, F_SHARED, &shared) != 0 ||
+        get_count(r, "first_k_dense_replace", 0, F_DENSE, &m->dense_layers) != 0 ||
+        moe_every_layer(r, "moe_layer_freq") != 0 || read_q_lora(r) != 0 ||
+        get_dim(r, &kv_key, -1, F_KV_LORA, &m->kv_lora_rank) != 0 ||
+        get_dim(r, &nope_key, -1, F_HEAD_DIM, &nope) != 0 ||
+        get_dim(r, &rope_key, -1, F_KV_LORA, &m->qk_rope_dim) != 0 ||
+        get_dim(r, &v_key, -1, F_KV_LORA, &m->v_head_dim) != 0 ||
+        get_bool(r, "attention_bias", false, &attn) != 0)
+        return -1;
+    m->shared_intermediate = shared * m->moe_intermediate;
+    m->head_dim = nope + m->qk_rope_dim; /* the query/key head */
+    m->kv_heads = m->heads;              /* every head gets its own k and v from the latent */
+    m->qkv_bias = attn;                  /* q_a_proj and kv_a_proj_with_mqa */
+    m->o_bias = attn;
+    return 0;
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* The reader                                                                           */
 
 static void unsupported_type(struct hf_error *err, const char *type)
 {
-    char list[200] = "", shown[48];
+    char list[400] = "", shown[48];
     size_t used = 0;
     for (size_t i = 0; model_supported_types[i] && used < sizeof list; i++) {
         int n = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
@@ -605,11 +783,31 @@ static int read_type(struct reader *r, const struct hf_class **cls)
         set_err(r->err, "model_type", "key \"model_type\" must be a string");
         return -1;
     }
-    *cls = find_class(json_string_value(t));
+    /* Gemma3Config (Gemma3ForConditionalGeneration) keeps the language model's dimensions
+     * in text_config, a Gemma3TextConfig */
+    *cls = find_class(strcmp(json_string_value(t), "gemma3") == 0 ? "gemma3_text"
+                                                                   : json_string_value(t));
     if (!*cls || !model_family_defaults(json_string_value(t), r->m)) {
         unsupported_type(r->err, json_string_value(t));
         return -1;
     }
+    return 0;
+}
+
+/* Gemma3ForConditionalGeneration: the text part is what a causal-LM fine-tune trains
+ * (Gemma3ForCausalLM loads it alone); the vision tower and projector are not counted. */
+static int multimodal_text(struct reader *r)
+{
+    json_t *text;
+    if (strcmp(r->m->model_type, "gemma3") != 0)
+        return 0;
+    text = json_object_get(r->root, "text_config");
+    if (!json_is_object(text)) {
+        set_err(r->err, "text_config", text ? "key \"text_config\" must be an object"
+                                             : "missing key \"text_config\"");
+        return -1;
+    }
+    r->root = text;
     return 0;
 }
 
@@ -698,6 +896,8 @@ static int read_root(json_t *root, const char *fallback_name, struct model_spec 
     if (read_type(&r, &c) != 0)
         return -1;
     read_name(&r, fallback_name);
+    if (multimodal_text(&r) != 0)
+        return -1;
     if (read_dims(&r, c) != 0 || read_flags(&r) != 0 || (c->extra && c->extra(&r) != 0))
         return -1;
     return check_spec(&r);

@@ -20,7 +20,7 @@ struct hf_error {
     char key[64];   /* the config key at fault; "" when none (I/O or JSON syntax) */
     int line;       /* JSON syntax errors: 1-based line; 0 otherwise */
     int column;     /* JSON syntax errors: column as jansson reports it; 0 otherwise */
-    char msg[256];  /* one human sentence, without the file name */
+    char msg[512];  /* one human sentence, without the file name */
 };
 
 /* Reads path (a config.json file, or a folder containing config.json) into *m.

@@ -19,46 +19,66 @@ struct family {
     int64_t pos_offset;
     bool tied, qkv_bias, o_bias, mlp_bias, lm_head_bias, emb_norm, fused_qkv, fused_gate_up;
     bool logits_fp32;
+    enum qk_norm_kind qk;
 };
 
 #define LN NORM_LAYERNORM
 #define RMS NORM_RMSNORM
 static const struct family families[] = {
-    /* type        norm mlp        pos          n  off tied qkvb ob   mlpb headb embn fqkv fgu  lm32 */
-    {"opt",        LN,  MLP_PLAIN, POS_LEARNED, 2, 2,  1,   1,   1,   1,   0,    0,   0,   0,   0},
-    {"bloom",      LN,  MLP_PLAIN, POS_ALIBI,   2, 0,  1,   1,   1,   1,   0,    1,   1,   0,   0},
-    {"codegen",    LN,  MLP_PLAIN, POS_ROTARY,  1, 0,  0,   0,   0,   1,   1,    0,   1,   0,   1},
-    {"biogpt",     LN,  MLP_PLAIN, POS_LEARNED, 2, 2,  1,   1,   1,   1,   0,    0,   0,   0,   0},
-    {"gpt_bigcode",LN,  MLP_PLAIN, POS_LEARNED, 2, 0,  1,   1,   1,   1,   0,    0,   1,   0,   0},
-    {"gpt_neo",    LN,  MLP_PLAIN, POS_LEARNED, 2, 0,  1,   0,   1,   1,   0,    0,   0,   0,   1},
-    {"gpt2",       LN,  MLP_PLAIN, POS_LEARNED, 2, 0,  1,   1,   1,   1,   0,    0,   1,   0,   0},
-    {"gpt_neox",   LN,  MLP_PLAIN, POS_ROTARY,  2, 0,  0,   1,   1,   1,   0,    0,   1,   0,   0},
-    {"llama",      RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0},
-    {"mistral",    RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0},
-    {"qwen2",      RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   1,   0,   0,   0,    0,   0,   0,   0},
+    /* type        norm mlp        pos          n  off tied qkvb ob   mlpb headb embn fqkv fgu  lm32 qk */
+    {"opt",        LN,  MLP_PLAIN, POS_LEARNED, 2, 2,  1,   1,   1,   1,   0,    0,   0,   0,   0, QK_NORM_NONE},
+    {"bloom",      LN,  MLP_PLAIN, POS_ALIBI,   2, 0,  1,   1,   1,   1,   0,    1,   1,   0,   0, QK_NORM_NONE},
+    {"codegen",    LN,  MLP_PLAIN, POS_ROTARY,  1, 0,  0,   0,   0,   1,   1,    0,   1,   0,   1, QK_NORM_NONE},
+    {"biogpt",     LN,  MLP_PLAIN, POS_LEARNED, 2, 2,  1,   1,   1,   1,   0,    0,   0,   0,   0, QK_NORM_NONE},
+    {"gpt_bigcode",LN,  MLP_PLAIN, POS_LEARNED, 2, 0,  1,   1,   1,   1,   0,    0,   1,   0,   0, QK_NORM_NONE},
+    {"gpt_neo",    LN,  MLP_PLAIN, POS_LEARNED, 2, 0,  1,   0,   1,   1,   0,    0,   0,   0,   1, QK_NORM_NONE},
+    {"gpt2",       LN,  MLP_PLAIN, POS_LEARNED, 2, 0,  1,   1,   1,   1,   0,    0,   1,   0,   0, QK_NORM_NONE},
+    {"gpt_neox",   LN,  MLP_PLAIN, POS_ROTARY,  2, 0,  0,   1,   1,   1,   0,    0,   1,   0,   0, QK_NORM_NONE},
+    {"llama",      RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_NONE},
+    {"mistral",    RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_NONE},
+    {"qwen2",      RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   1,   0,   0,   0,    0,   0,   0,   0, QK_NORM_NONE},
     /* Qwen v1 remote code (modeling_qwen.py, copy at modelscope/ms-swift@cb89d919 and the
      * Qwen-7B-Chat hub mirror undefdev/Qwen-7B-Chat@04df5dd5): QWenBlock = ln_1 RMSNorm,
      * c_attn = nn.Linear(hidden, 3 * projection) with the default bias (q, k, v fused, bias
      * on), c_proj without bias (bias=not no_bias, no_bias True), ln_2 RMSNorm, QWenMLP
      * a1 * silu(a2) with w1 = up, w2 = gate, c_proj = down; rotary; lm_head without bias,
      * logits left in the compute dtype (CrossEntropyLoss on lm_logits directly). */
-    {"qwen",       RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   1,   0,   0,   0,    0,   1,   0,   0},
-    {"gemma",      RMS, MLP_GATED, POS_ROTARY,  2, 0,  1,   0,   0,   0,   0,    0,   0,   0,   0},
-    {"gemma2",     RMS, MLP_GATED, POS_ROTARY,  4, 0,  1,   0,   0,   0,   0,    0,   0,   0,   0},
-    {"phi",        LN,  MLP_PLAIN, POS_ROTARY,  1, 0,  0,   1,   1,   1,   1,    0,   0,   0,   0},
-    {"phi3",       RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   1,   1,   0},
-    {"falcon",     LN,  MLP_PLAIN, POS_ROTARY,  1, 0,  1,   0,   0,   0,   0,    0,   1,   0,   0},
-    {"stablelm",   LN,  MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0},
+    {"qwen",       RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   1,   0,   0,   0,    0,   1,   0,   0, QK_NORM_NONE},
+    {"gemma",      RMS, MLP_GATED, POS_ROTARY,  2, 0,  1,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_NONE},
+    {"gemma2",     RMS, MLP_GATED, POS_ROTARY,  4, 0,  1,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_NONE},
+    {"phi",        LN,  MLP_PLAIN, POS_ROTARY,  1, 0,  0,   1,   1,   1,   1,    0,   0,   0,   0, QK_NORM_NONE},
+    {"phi3",       RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   1,   1,   0, QK_NORM_NONE},
+    {"falcon",     LN,  MLP_PLAIN, POS_ROTARY,  1, 0,  1,   0,   0,   0,   0,    0,   1,   0,   0, QK_NORM_NONE},
+    {"stablelm",   LN,  MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_NONE},
     /* modeling_mpt.py: fused Wqkv, ALiBi, tied lm_head; no_bias=True (MptConfig default)
      * drops every bias, the LayerNorms' too, which the tensor model keeps (2*hidden a norm). */
-    {"mpt",        LN,  MLP_PLAIN, POS_ALIBI,   2, 0,  1,   0,   0,   0,   0,    0,   1,   0,   0},
+    {"mpt",        LN,  MLP_PLAIN, POS_ALIBI,   2, 0,  1,   0,   0,   0,   0,    0,   1,   0,   0, QK_NORM_NONE},
+    /* Qwen3Attention (modeling_qwen3.py): q_norm, k_norm = Qwen3RMSNorm(head_dim), no bias
+     * unless attention_bias; Qwen3Config ties by default only through the file's key. */
+    {"qwen3",      RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_HEAD},
+    /* Gemma3DecoderLayer: input, post_attention, pre_feedforward, post_feedforward norms;
+     * Gemma3Attention: q_norm, k_norm = Gemma3RMSNorm(head_dim); lm_head tied. "gemma3" is
+     * Gemma3ForConditionalGeneration's config: its text_config is read (hf_config.c). */
+    {"gemma3_text",RMS, MLP_GATED, POS_ROTARY,  4, 0,  1,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_HEAD},
+    {"gemma3",     RMS, MLP_GATED, POS_ROTARY,  4, 0,  1,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_HEAD},
+    /* Olmo2DecoderLayer: post_attention_layernorm and post_feedforward_layernorm (no input
+     * norm); Olmo2Attention: q_norm = RMSNorm(heads * head_dim), k_norm = RMSNorm(kv_heads *
+     * head_dim). */
+    {"olmo2",      RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_PROJ},
+    /* MoE families: the attention of their dense relative; the MLP from the MoE fields. */
+    {"mixtral",    RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_NONE},
+    {"qwen2_moe",  RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   1,   0,   0,   0,    0,   0,   0,   0, QK_NORM_NONE},
+    {"qwen3_moe",  RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_HEAD},
+    {"deepseek_v2",RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_NONE},
+    {"deepseek_v3",RMS, MLP_GATED, POS_ROTARY,  2, 0,  0,   0,   0,   0,   0,    0,   0,   0,   0, QK_NORM_NONE},
 };
 #undef LN
 #undef RMS
 
 const char *const model_supported_types[] = {
     "opt", "bloom", "codegen", "biogpt", "gpt_bigcode", "gpt_neo", "gpt2", "gpt_neox", "llama",
-    "mistral", "qwen2", "qwen", "gemma", "gemma2", "phi", "phi3", "falcon", "stablelm", "mpt", NULL,
+    "mistral", "qwen2", "qwen", "gemma", "gemma2", "phi", "phi3", "falcon", "stablelm", "mpt", "qwen3", "gemma3_text", "gemma3", "olmo2", "mixtral", "qwen2_moe",
+    "qwen3_moe", "deepseek_v2", "deepseek_v3", NULL,
 };
 
 bool model_family_defaults(const char *model_type, struct model_spec *m)
@@ -82,6 +102,7 @@ bool model_family_defaults(const char *model_type, struct model_spec *m)
         m->fused_qkv = f->fused_qkv;
         m->fused_gate_up = f->fused_gate_up;
         m->logits_fp32 = f->logits_fp32;
+        m->qk_norm = f->qk;
         return true;
     }
     return false;
@@ -90,6 +111,38 @@ bool model_family_defaults(const char *model_type, struct model_spec *m)
 /* 2^24 per dimension and 2^40 parameters keep every byte count the model forms (at most
  * 16 bytes per parameter, or b*s*v*4 with b, s <= 2^20) far below 2^63. */
 #define DIM_MAX (INT64_C(1) << 24)
+
+/* The MoE and latent-attention fields: each in range and coherent with the others. */
+static const char *moe_check(const struct model_spec *m)
+{
+    if (m->experts < 0 || m->experts > 4096)
+        return "experts";
+    if (m->experts > 0) {
+        if (m->experts_per_tok < 1 || m->experts_per_tok > m->experts)
+            return "experts_per_tok";
+        if (m->moe_intermediate < 1 || m->moe_intermediate > DIM_MAX)
+            return "moe_intermediate";
+        if (m->dense_layers < 0 || m->dense_layers > m->layers)
+            return "dense_layers";
+        if (m->mlp != MLP_GATED)
+            return "mlp";
+    } else if (m->experts_per_tok || m->moe_intermediate || m->shared_intermediate ||
+               m->dense_layers || m->shared_gate) {
+        return "experts";
+    }
+    if (m->shared_intermediate < 0 || m->shared_intermediate > DIM_MAX)
+        return "shared_intermediate";
+    if (m->kv_lora_rank < 0 || m->kv_lora_rank > DIM_MAX || m->q_lora_rank < 0 ||
+        m->q_lora_rank > DIM_MAX)
+        return "kv_lora_rank";
+    if (m->kv_lora_rank > 0 &&
+        (m->qk_rope_dim < 1 || m->qk_rope_dim >= m->head_dim || m->v_head_dim < 1 ||
+         m->v_head_dim > DIM_MAX || m->kv_heads != m->heads || m->fused_qkv))
+        return "kv_lora_rank";
+    if (m->kv_lora_rank == 0 && (m->q_lora_rank || m->qk_rope_dim || m->v_head_dim))
+        return "kv_lora_rank";
+    return NULL;
+}
 
 const char *model_check(const struct model_spec *m)
 {
@@ -118,9 +171,14 @@ const char *model_check(const struct model_spec *m)
         return "norms_per_layer";
     if (m->layers > 4096)
         return "layers";
+    const char *moe = moe_check(m);
+    if (moe)
+        return moe;
     /* parameters: roughly layers * 16 * hidden^2 must stay below 2^40 */
     double p = (double)m->layers * (4.0 * (double)m->hidden * (double)(m->heads * m->head_dim) +
-                                    3.0 * (double)m->hidden * (double)m->intermediate) +
+                                    3.0 * (double)m->hidden * (double)m->intermediate +
+                                    3.0 * (double)m->hidden * (double)m->moe_intermediate *
+                                        (double)m->experts) +
                2.0 * (double)m->vocab * (double)m->hidden;
     if (p > 1099511627776.0)
         return "hidden";

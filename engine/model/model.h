@@ -16,6 +16,9 @@
 enum mlp_kind { MLP_PLAIN, MLP_GATED };          /* up->act->down, or act(gate)*up->down */
 enum norm_kind { NORM_LAYERNORM, NORM_RMSNORM }; /* LayerNorm has a bias, RMSNorm none */
 enum pos_kind { POS_LEARNED, POS_ROTARY, POS_ALIBI };
+/* RMSNorm on queries and keys before rotary: none; per head over head_dim, shared by the
+ * heads (Qwen3, Gemma 3); over the whole projection, heads * head_dim (OLMo 2). */
+enum qk_norm_kind { QK_NORM_NONE, QK_NORM_HEAD, QK_NORM_PROJ };
 
 struct model_spec {
     char name[MODEL_NAME_MAX];       /* HF id, or the name a config.json gives */
@@ -34,7 +37,29 @@ struct model_spec {
     bool fused_gate_up;
     bool logits_fp32;  /* the modelling code upcasts logits to fp32 (LLMem's B = 4) */
     int64_t published_params; /* total parameters as published; 0 when unknown */
+    enum qk_norm_kind qk_norm;
+    /* Mixture of experts (experts == 0: a dense model). A MoE layer replaces the MLP by a
+     * router Linear(hidden, experts), `experts` gated MLPs of width moe_intermediate of
+     * which each token uses experts_per_tok, and optionally an always-used shared MLP of
+     * width shared_intermediate (DeepSeek: n_shared_experts * moe_intermediate; Qwen2-MoE:
+     * shared_expert_intermediate_size, with a sigmoid gate Linear(hidden, 1)). The first
+     * dense_layers blocks keep the dense MLP of width `intermediate` (DeepSeek
+     * first_k_dense_replace). */
+    int64_t experts, experts_per_tok, moe_intermediate, shared_intermediate, dense_layers;
+    bool shared_gate;
+    /* Multi-head latent attention (DeepSeek-V2/V3; kv_lora_rank == 0: none): q through
+     * q_lora_rank (0: one q_proj), k and v from a kv_lora_rank latent plus a shared rotary
+     * key of qk_rope_dim; head_dim is the query/key head (nope + rope), v_head_dim the value
+     * head. kv_heads == heads. */
+    int64_t q_lora_rank, kv_lora_rank, qk_rope_dim, v_head_dim;
 };
+
+static inline bool model_is_moe(const struct model_spec *m) { return m->experts > 0; }
+/* Whether block `layer` has a MoE MLP. */
+static inline bool model_layer_moe(const struct model_spec *m, int64_t layer)
+{
+    return m->experts > 0 && layer >= m->dense_layers;
+}
 
 /* Defaults of one HF model_type: what a config.json does not say but the modelling code
  * fixes (norm kind, biases, fusions, logits upcast). Returns false for an unsupported type. */

@@ -10,46 +10,80 @@ static bool is_linear_role(enum tensor_role r)
     return r != ROLE_EMBED && r != ROLE_POS_EMBED && r != ROLE_NORM;
 }
 
-static void add_tensor(struct model_plan *p, const struct tensor *t)
+/* Per-block sums, finished when the next block starts: the largest block is what FSDP
+ * gathers as one unit and what autocast copies at once (DeepSeek's first blocks are dense,
+ * the rest MoE). */
+struct block_acc {
+    int32_t layer;
+    int64_t p, linear_w, expert_p;
+};
+
+static void block_done(struct model_plan *p, const struct block_acc *a)
 {
+    if (a->p > p->layer_p)
+        p->layer_p = a->p;
+    if (a->linear_w > p->layer_linear_w)
+        p->layer_linear_w = a->linear_w;
+    if (a->expert_p > p->layer_expert_p)
+        p->layer_expert_p = a->expert_p;
+}
+
+static void add_tensor(struct model_plan *p, const struct tensor *t, struct block_acc *a)
+{
+    const struct model_spec *m = &p->spec;
     int64_t n = tensor_numel(t);
+    /* a routed expert sees experts_per_tok / experts of the tokens, on average */
+    double share = t->expert ? (double)m->experts_per_tok / (double)m->experts : 1.0;
+    bool lin = !t->bias && is_linear_role(t->role);
     p->params += n;
+    if (t->expert)
+        p->expert_p += n;
     if (t->bias || t->role == ROLE_NORM) {
         p->vector_p += n;
     } else {
         p->role_w[t->role] += n;
+        p->role_active[t->role] += t->expert ? (double)n * share : (double)n;
         if (is_linear_role(t->role)) {
             p->linear_w += n;
             p->lora_io[t->role] += t->rows + t->cols;
+            p->lora_io_active[t->role] += (double)(t->rows + t->cols) * share;
             p->lora_in[t->role] += t->cols;
         } else {
             p->embedding_w += n;
         }
     }
-    if (t->layer == 0) {
-        p->layer_p += n;
-        if (!t->bias && is_linear_role(t->role) && t->role != ROLE_NORM) {
-            p->layer_linear_w += n;
-            if (n > p->max_linear_w)
-                p->max_linear_w = n;
-        }
+    if (t->layer < 0)
+        return;
+    if (t->layer != a->layer) {
+        block_done(p, a);
+        *a = (struct block_acc){.layer = t->layer};
     }
-    if (t->layer >= 0 && !t->bias && is_linear_role(t->role) && t->role != ROLE_NORM)
+    a->p += n;
+    a->expert_p += t->expert ? n : 0;
+    if (lin) {
+        a->linear_w += n;
+        if (n > p->max_linear_w)
+            p->max_linear_w = n;
         p->block_rows += t->rows;
+    }
 }
 
 int plan_init(struct model_plan *p, const struct model_spec *m)
 {
+    struct block_acc a = {.layer = -1};
     memset(p, 0, sizeof *p);
     p->spec = *m;
     if (tensors_build(m, &p->tensors) != 0)
         return -1;
     for (size_t i = 0; i < p->tensors.n; i++)
-        add_tensor(p, &p->tensors.t[i]);
+        add_tensor(p, &p->tensors.t[i], &a);
+    block_done(p, &a);
     p->embed_p = p->role_w[ROLE_EMBED];
     p->head_p = p->role_w[ROLE_LM_HEAD];
     p->other_p = p->params - p->embed_p - p->head_p;
     p->emb_modules = 1 + (m->pos == POS_LEARNED);
+    for (int64_t l = 0; l < m->layers; l++)
+        p->moe_layers += model_layer_moe(m, l);
     return 0;
 }
 

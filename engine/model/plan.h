@@ -22,11 +22,18 @@ struct model_plan {
     int64_t role_w[ROLE_COUNT];  /* weight elements per role, all layers */
     int64_t lora_io[ROLE_COUNT]; /* sum of (in + out) over the Linear weights of a role */
     int64_t lora_in[ROLE_COUNT]; /* sum of in-features over the Linear weights of a role */
-    int64_t layer_p;             /* parameters of one transformer block */
-    int64_t layer_linear_w;      /* Linear weights of one block */
+    int64_t layer_p;             /* parameters of one transformer block (the largest) */
+    int64_t layer_linear_w;      /* Linear weights of one block (the largest) */
     int64_t max_linear_w;        /* largest Linear weight of a block (dequantization buffer) */
     int64_t block_rows;          /* Linear weights of the blocks: sum of rows (int8 scales) */
     int64_t chunk_searched;      /* Gemini chunk size (elements), 0 until plan_chunk() */
+    /* Mixture of experts: what one token passes through. Equal to role_w and lora_io for a
+     * dense model; a routed expert's weights count experts_per_tok / experts of theirs. */
+    double role_active[ROLE_COUNT];
+    double lora_io_active[ROLE_COUNT];
+    int64_t expert_p;            /* routed experts' parameters, all layers (0: dense) */
+    int64_t layer_expert_p;      /* routed experts' parameters of one MoE block */
+    int64_t moe_layers;          /* blocks with a MoE MLP */
 };
 
 /* Builds the plan; returns 0, or -1 when memory runs out. */

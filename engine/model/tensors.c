@@ -6,6 +6,7 @@
 
 static const char *const role_names[ROLE_COUNT] = {
     "embed", "pos_embed", "proj", "q", "k", "v", "o", "gate", "up", "down", "norm", "lm_head",
+    "router",
 };
 
 const char *tensor_role_name(enum tensor_role r)
@@ -22,6 +23,7 @@ struct builder {
     struct tensor *t;
     size_t n, cap;
     int32_t next_fuse;
+    bool expert; /* tensors pushed now belong to a routed expert */
     int failed;
 };
 
@@ -40,7 +42,7 @@ static void push(struct builder *b, enum tensor_role role, int32_t layer, int32_
         b->t = t;
         b->cap = cap;
     }
-    b->t[b->n++] = (struct tensor){role, layer, fuse, bias, rows, cols};
+    b->t[b->n++] = (struct tensor){role, layer, fuse, bias, rows, cols, b->expert};
 }
 
 /* A Linear(in -> out): weight [out, in] then, if present, bias [out]. */
@@ -59,24 +61,95 @@ static void norm(struct builder *b, const struct model_spec *m, int32_t layer)
         push(b, ROLE_NORM, layer, 0, true, m->hidden, 1);
 }
 
-static void block(struct builder *b, const struct model_spec *m, int32_t layer)
+static void vector(struct builder *b, int32_t layer, int64_t n)
+{
+    push(b, ROLE_NORM, layer, 0, false, n, 1);
+}
+
+/* Multi-head latent attention as DeepseekV2Attention registers it (transformers
+ * models/deepseek_v2/modeling_deepseek_v2.py, the same in deepseek_v3): q_proj, or q_a_proj
+ * (hidden -> q_lora_rank), q_a_layernorm and q_b_proj (-> heads * qk head); then
+ * kv_a_proj_with_mqa (hidden -> kv_lora_rank + qk_rope_dim), kv_a_layernorm, kv_b_proj
+ * (kv_lora_rank -> heads * (qk_nope + v_head_dim)) and o_proj (heads * v_head_dim ->
+ * hidden). For LoRA targets q = q_proj / q_a_proj + q_b_proj, k = kv_a_proj_with_mqa,
+ * v = kv_b_proj. */
+static void mla(struct builder *b, const struct model_spec *m, int32_t layer)
+{
+    const int64_t h = m->hidden, nope = m->head_dim - m->qk_rope_dim;
+    if (m->q_lora_rank) {
+        linear(b, ROLE_Q, layer, 0, h, m->q_lora_rank, m->qkv_bias);
+        vector(b, layer, m->q_lora_rank);
+        linear(b, ROLE_Q, layer, 0, m->q_lora_rank, m->heads * m->head_dim, false);
+    } else {
+        linear(b, ROLE_Q, layer, 0, h, m->heads * m->head_dim, false);
+    }
+    linear(b, ROLE_K, layer, 0, h, m->kv_lora_rank + m->qk_rope_dim, m->qkv_bias);
+    vector(b, layer, m->kv_lora_rank);
+    linear(b, ROLE_V, layer, 0, m->kv_lora_rank, m->heads * (nope + m->v_head_dim), false);
+    linear(b, ROLE_O, layer, 0, m->heads * m->v_head_dim, h, m->o_bias);
+}
+
+static void attention(struct builder *b, const struct model_spec *m, int32_t layer)
 {
     const int64_t h = m->hidden;
     const int64_t q_out = m->heads * m->head_dim, kv_out = m->kv_heads * m->head_dim;
     int32_t qkv = m->fused_qkv ? ++b->next_fuse : 0;
-    int32_t gu = m->fused_gate_up ? ++b->next_fuse : 0;
-
-    norm(b, m, layer);
+    if (m->kv_lora_rank) {
+        mla(b, m, layer);
+        return;
+    }
     linear(b, ROLE_Q, layer, qkv, h, q_out, m->qkv_bias);
     linear(b, ROLE_K, layer, qkv, h, kv_out, m->qkv_bias);
     linear(b, ROLE_V, layer, qkv, h, kv_out, m->qkv_bias);
     linear(b, ROLE_O, layer, 0, q_out, h, m->o_bias);
+    /* q_norm and k_norm, registered after o_proj (Qwen3Attention, Olmo2Attention,
+     * Gemma3Attention) */
+    if (m->qk_norm == QK_NORM_HEAD) {
+        vector(b, layer, m->head_dim);
+        vector(b, layer, m->head_dim);
+    } else if (m->qk_norm == QK_NORM_PROJ) {
+        vector(b, layer, q_out);
+        vector(b, layer, kv_out);
+    }
+}
+
+static void mlp(struct builder *b, const struct model_spec *m, int32_t layer, int64_t width,
+                bool fused_gate_up)
+{
+    const int64_t h = m->hidden;
+    int32_t gu = fused_gate_up ? ++b->next_fuse : 0;
+    if (m->mlp == MLP_GATED)
+        linear(b, ROLE_GATE, layer, gu, h, width, m->mlp_bias);
+    linear(b, ROLE_UP, layer, gu, h, width, m->mlp_bias);
+    linear(b, ROLE_DOWN, layer, 0, width, h, m->mlp_bias);
+}
+
+/* A MoE MLP: the router (MixtralSparseMoeBlock.gate, Qwen2MoeSparseMoeBlock.gate,
+ * DeepseekV2MoE.gate: no bias), the routed experts, the shared MLP and, for Qwen2-MoE, its
+ * sigmoid gate Linear(hidden, 1) (shared_expert_gate). */
+static void moe(struct builder *b, const struct model_spec *m, int32_t layer)
+{
+    linear(b, ROLE_ROUTER, layer, 0, m->hidden, m->experts, false);
+    b->expert = true;
+    for (int64_t e = 0; e < m->experts; e++)
+        mlp(b, m, layer, m->moe_intermediate, false);
+    b->expert = false;
+    if (m->shared_intermediate)
+        mlp(b, m, layer, m->shared_intermediate, false);
+    if (m->shared_gate)
+        linear(b, ROLE_ROUTER, layer, 0, m->hidden, 1, false);
+}
+
+static void block(struct builder *b, const struct model_spec *m, int32_t layer)
+{
+    norm(b, m, layer);
+    attention(b, m, layer);
     for (int i = 1; i < m->norms_per_layer; i++)
         norm(b, m, layer);
-    if (m->mlp == MLP_GATED)
-        linear(b, ROLE_GATE, layer, gu, h, m->intermediate, m->mlp_bias);
-    linear(b, ROLE_UP, layer, gu, h, m->intermediate, m->mlp_bias);
-    linear(b, ROLE_DOWN, layer, 0, m->intermediate, h, m->mlp_bias);
+    if (model_layer_moe(m, layer))
+        moe(b, m, layer);
+    else
+        mlp(b, m, layer, m->intermediate, m->fused_gate_up);
 }
 
 int tensors_build(const struct model_spec *m, struct tensor_list *out)

@@ -26,6 +26,7 @@ enum tensor_role {
     ROLE_DOWN,
     ROLE_NORM,
     ROLE_LM_HEAD,
+    ROLE_ROUTER,    /* a MoE layer's router Linear(hidden, experts) */
     ROLE_COUNT
 };
 
@@ -36,6 +37,7 @@ struct tensor {
     bool bias;       /* a bias vector (cols == 1) of a Linear of this role */
     int64_t rows;    /* output features (vocab for embeddings) */
     int64_t cols;    /* input features; 1 for vectors */
+    bool expert;     /* a routed expert's weight: a token passes experts_per_tok of experts */
 };
 
 struct tensor_list {
