@@ -619,6 +619,146 @@ static void test_folder_paths(void **state)
     load_fails("", "", "", &err);
 }
 
+/* ---- today's dense families and MoE (issue 16) -------------------------------------- */
+/* Published totals: Qwen3-8B 8,190,735,360 (HF safetensors); gemma-3-1b 999,885,952;
+ * OLMo-2-1124-13B 13,716,198,400 (its model.safetensors.index.json total_size 54,864,793,600
+ * bytes / 4, fp32); Mixtral-8x7B 46,702,792,704; Qwen3-30B-A3B 30,532,122,624;
+ * DeepSeek-V2-Lite 15,706,484,224; DeepSeek-V2 235.7B ("236B"). */
+
+static void test_qwen3_8b(void **state)
+{
+    struct model_spec m;
+    (void)state;
+    load_ok(HF_DIR "qwen3-8b.json", &m);
+    assert_string_equal(m.model_type, "qwen3");
+    assert_dims(&m, 36, 4096, 32, 8, 128, 12288, 151936, 40960);
+    assert_int_equal(m.qk_norm, QK_NORM_HEAD);
+    assert_false(m.tied);
+    assert_false(m.qkv_bias);
+    assert_false(model_is_moe(&m));
+    assert_params(&m, 8190735360);
+}
+
+static void test_gemma3(void **state)
+{
+    struct model_spec m;
+    (void)state;
+    load_ok(HF_DIR "gemma-3-1b.json", &m);
+    assert_string_equal(m.model_type, "gemma3_text");
+    assert_dims(&m, 26, 1152, 4, 1, 256, 6912, 262144, 32768);
+    assert_true(m.tied);
+    assert_int_equal(m.norms_per_layer, 4);
+    assert_int_equal(m.qk_norm, QK_NORM_HEAD);
+    assert_params(&m, 999885952);
+    /* Gemma3ForConditionalGeneration: the text part from text_config; the 4b text model
+     * is the 4.30B total less SigLIP's 0.42B */
+    load_ok(HF_DIR "gemma-3-4b.json", &m);
+    assert_string_equal(m.model_type, "gemma3");
+    assert_dims(&m, 34, 2560, 8, 4, 256, 10240, 262208, 131072);
+    assert_true(m.tied);
+    assert_int_equal(model_param_count(&m), 3880263168);
+    struct hf_error err;
+    const char *no_text = "{\"model_type\": \"gemma3\", \"vision_config\": {}}";
+    assert_int_equal(hf_config_parse(no_text, strlen(no_text), "g.json", &m, &err), -1);
+    assert_string_equal(err.key, "text_config");
+}
+
+static void test_olmo2(void **state)
+{
+    struct model_spec m;
+    (void)state;
+    load_ok(HF_DIR "olmo-2-13b.json", &m);
+    assert_string_equal(m.model_type, "olmo2");
+    assert_dims(&m, 40, 5120, 40, 40, 128, 13824, 100352, 4096);
+    assert_int_equal(m.qk_norm, QK_NORM_PROJ);
+    assert_int_equal(m.norms_per_layer, 2);
+    assert_false(m.tied);
+    assert_int_equal(model_param_count(&m), 13716198400); /* exact */
+}
+
+static void test_mixtral(void **state)
+{
+    struct model_spec m;
+    (void)state;
+    load_ok(HF_DIR "mixtral-8x7b.json", &m);
+    assert_string_equal(m.model_type, "mixtral");
+    assert_dims(&m, 32, 4096, 32, 8, 128, 14336, 32000, 32768);
+    assert_int_equal(m.experts, 8);
+    assert_int_equal(m.experts_per_tok, 2);
+    assert_int_equal(m.moe_intermediate, 14336);
+    assert_int_equal(m.shared_intermediate, 0);
+    assert_int_equal(m.dense_layers, 0);
+    assert_int_equal(model_param_count(&m), 46702792704);
+}
+
+static void test_qwen3_moe(void **state)
+{
+    struct model_spec m;
+    (void)state;
+    load_ok(HF_DIR "qwen3-30b-a3b.json", &m);
+    assert_string_equal(m.model_type, "qwen3_moe");
+    assert_int_equal(m.experts, 128);
+    assert_int_equal(m.experts_per_tok, 8);
+    assert_int_equal(m.moe_intermediate, 768);
+    assert_int_equal(m.qk_norm, QK_NORM_HEAD);
+    assert_false(m.shared_gate);
+    assert_int_equal(model_param_count(&m), 30532122624);
+    /* dense blocks among MoE blocks are refused with the key named */
+    struct hf_error err;
+    const char *sparse = "{\"model_type\": \"qwen3_moe\", \"hidden_size\": 64, "
+                         "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                         "\"intermediate_size\": 128, \"vocab_size\": 100, "
+                         "\"mlp_only_layers\": [1]}";
+    assert_int_equal(hf_config_parse(sparse, strlen(sparse), "q.json", &m, &err), -1);
+    assert_string_equal(err.key, "mlp_only_layers");
+}
+
+static void test_qwen2_moe_shared(void **state)
+{
+    struct model_spec m;
+    (void)state;
+    /* Qwen1.5-MoE-A2.7B's dimensions: 60 experts of 1408, 4 a token, a shared expert of
+     * 5632 behind a sigmoid gate, q/k/v biases; 14,315,784,192 parameters (HF total) */
+    parse_ok("{\"model_type\": \"qwen2_moe\", \"hidden_size\": 2048, "
+             "\"num_hidden_layers\": 24, \"num_attention_heads\": 16, "
+             "\"num_key_value_heads\": 16, \"intermediate_size\": 5632, "
+             "\"moe_intermediate_size\": 1408, \"shared_expert_intermediate_size\": 5632, "
+             "\"num_experts\": 60, \"num_experts_per_tok\": 4, \"vocab_size\": 151936, "
+             "\"tie_word_embeddings\": false}", &m);
+    assert_true(m.shared_gate);
+    assert_true(m.qkv_bias);
+    assert_false(m.o_bias);
+    assert_int_equal(m.shared_intermediate, 5632);
+    assert_params(&m, 14315784192);
+}
+
+static void test_deepseek_v2(void **state)
+{
+    struct model_spec m;
+    (void)state;
+    load_ok(HF_DIR "deepseek-v2-lite.json", &m);
+    assert_string_equal(m.model_type, "deepseek_v2");
+    assert_int_equal(m.head_dim, 192); /* qk_nope 128 + qk_rope 64 */
+    assert_int_equal(m.v_head_dim, 128);
+    assert_int_equal(m.q_lora_rank, 0); /* null: one q_proj */
+    assert_int_equal(m.kv_lora_rank, 512);
+    assert_int_equal(m.experts, 64);
+    assert_int_equal(m.experts_per_tok, 6);
+    assert_int_equal(m.shared_intermediate, 2 * 1408);
+    assert_int_equal(m.dense_layers, 1);
+    assert_int_equal(model_param_count(&m), 15706484224);
+    load_ok(HF_DIR "deepseek-v2.json", &m);
+    assert_int_equal(m.q_lora_rank, 1536);
+    assert_params(&m, 235741434880);
+    /* the MoE keys are required */
+    struct hf_error err;
+    const char *no_experts = "{\"model_type\": \"deepseek_v2\", \"hidden_size\": 64, "
+                             "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                             "\"intermediate_size\": 128, \"vocab_size\": 100}";
+    assert_int_equal(hf_config_parse(no_experts, strlen(no_experts), "d.json", &m, &err), -1);
+    assert_string_equal(err.key, "n_routed_experts");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -653,6 +793,13 @@ int main(void)
         cmocka_unit_test(test_empty_file),
         cmocka_unit_test(test_size_limit),
         cmocka_unit_test(test_folder_paths),
+        cmocka_unit_test(test_qwen3_8b),
+        cmocka_unit_test(test_gemma3),
+        cmocka_unit_test(test_olmo2),
+        cmocka_unit_test(test_mixtral),
+        cmocka_unit_test(test_qwen3_moe),
+        cmocka_unit_test(test_qwen2_moe_shared),
+        cmocka_unit_test(test_deepseek_v2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
