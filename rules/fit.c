@@ -87,7 +87,7 @@ static double model_bytes(struct model_plan *p, const struct train_config *c, in
         return 0.0;
     struct mem_options mo;
     mem_options_for_gpu(g, false, &mo);
-    if (metric < 0 || train_config_check(c, p->spec.heads, p->spec.kv_heads))
+    if (metric < 0 || train_config_check(c, &p->spec))
         return 0.0;
     if (memmodel_uses_llmem(c->stack, &mo))
         plan_chunk(p);

@@ -91,8 +91,7 @@ static void check_valid(const struct space *s, const struct model_plan *const *p
         const struct train_config *c = &so->cfg;
         const struct model_spec *m = &plans[so->model]->spec;
         assert_int_equal(c->dp * c->tp, c->gpus);
-        assert_int_equal(m->heads % c->tp, 0);
-        assert_int_equal(m->kv_heads % c->tp, 0);
+        assert_null(train_tp_check(c, m));
         switch (c->method) {
         case METHOD_SINGLE:
             assert_int_equal(c->gpus, 1);
@@ -115,7 +114,7 @@ static void check_valid(const struct space *s, const struct model_plan *const *p
         }
         struct train_config full;
         space_decode(s, (uint64_t)i * (uint64_t)s->nseq * (uint64_t)s->nbatch, &full);
-        const char *why = train_config_check(&full, m->heads, m->kv_heads);
+        const char *why = train_config_check(&full, m);
         if (why)
             fail_msg("outer %zu (%s, %d GPUs, tp %d): %s", i, method_name(c->method), c->gpus,
                      c->tp, why);

@@ -225,7 +225,7 @@ int cmd_explain(int argc, char **argv)
         return rc;
     }
     struct model_plan *p = &j.sweep.models[0];
-    const char *bad = train_config_check(&c, p->spec.heads, p->spec.kv_heads);
+    const char *bad = train_config_check(&c, &p->spec);
     if (bad) {
         fprintf(stderr, "llmem-sweep: invalid configuration: %s\n", bad);
         job_free(&j);

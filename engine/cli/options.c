@@ -185,6 +185,8 @@ static int apply_value(struct options *o, const char *name, const char *v)
         rc = options_parse_int_list(v, 1, 4096, &o->gpus);
     else if (!strcmp(name, "--tp"))
         rc = options_parse_int_list(v, 1, 4096, &o->tp);
+    else if (!strcmp(name, "--ep"))
+        rc = options_parse_int_list(v, 1, 4096, &o->ep);
     else if (!strcmp(name, "--batch") || !strcmp(name, "--micro-batch"))
         rc = options_parse_int_list(v, 1, 65536, &o->batch);
     else if (!strcmp(name, "--seq"))
@@ -393,6 +395,8 @@ void options_usage(enum options_mode mode)
           "  --lora-targets L   attn,mlp,all or modules joined by '+' (q+k+v+o+gate+up+down+head)\n"
           "  --grad-ckpt LIST   on,off,selective (selective: op-level SAC, as torchtitan)\n"
           "  --optimizer LIST   adamw,adamw8bit,sgd\n"
+          "  --ep LIST          expert-parallel degrees for MoE models (default 1): experts\n"
+          "                     sharded over ep ranks of the data-parallel group\n"
           "  --stack NAME       hf (default; transformers >= 4.49), hf-4.46 (4.46-4.48),\n"
           "                     hf-4.31 (4.31-4.45), litgpt, torchtune, torchtitan, colossal\n"
           "  --attention A      sdpa (default) or eager\n"

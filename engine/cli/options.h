@@ -29,6 +29,7 @@ struct options {
     int methods[METHOD_COUNT];
     int nmethods;
     struct int_list gpus, batch, seq, lora_r, tp;
+    struct int_list ep;       /* --ep: expert-parallel degrees (MoE models; default 1) */
     int precisions[PREC_COUNT], nprecisions;
     int finetunes[FT_COUNT], nfinetunes;
     int quants[QUANT_COUNT], nquants;

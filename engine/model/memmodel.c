@@ -143,7 +143,13 @@ static void resident_terms(const struct model_plan *p, const struct train_config
     /* TP shards the matrices (Megatron column/row and vocab-parallel embedding); norms and
      * biases stay replicated. */
     double base = (double)(p->params - p->vector_p + extra_head) / tpdiv + (double)p->vector_p;
-    double layer = (double)p->layer_p / tpdiv;
+    /* expert parallelism (MoE): a rank holds experts / ep of the routed experts. Under
+     * ZeRO-3 a rank's shard of them is 1/dp either way (the experts' data-parallel group
+     * is dp / ep), so there only the gathered unit shrinks. */
+    const double ep_keep = 1.0 - 1.0 / (double)train_ep(c);
+    const double ep_cut = zero3 ? 0.0 : (double)p->expert_p * ep_keep / tpdiv;
+    base -= ep_cut;
+    double layer = ((double)p->layer_p - (double)p->layer_expert_p * ep_keep) / tpdiv;
     double big = (double)(p->embed_p > p->head_p + extra_head ? p->embed_p : p->head_p + extra_head) / tpdiv;
     double root = (double)(p->embed_p + p->head_p + extra_head) / tpdiv;
 
@@ -154,11 +160,14 @@ static void resident_terms(const struct model_plan *p, const struct train_config
     } else {
         r->frozen = base;
         r->trained = (double)plan_lora_params(p, c->lora_targets, c->lora_r) / tpdiv;
+        if (!zero3) /* the adapters of a rank's experts only */
+            r->trained -= (double)plan_lora_expert_params(p, c->lora_targets, c->lora_r) *
+                          ep_keep / tpdiv;
         /* the block Linears are quantized; Lightning's BitsandbytesPrecision (litgpt)
          * converts every nn.Linear, the lm_head too */
         const bool qhead = (c->features & FEAT_QUANT_HEAD) != 0;
         double head = (double)(p->head_p + extra_head) / tpdiv;
-        double quant_w = (double)(p->linear_w - p->head_p) / tpdiv + (qhead ? head : 0);
+        double quant_w = (double)(p->linear_w - p->head_p) / tpdiv + (qhead ? head : 0) - ep_cut;
         r->w = (uint64_t)((frozen_bytes(p, c, base, quant_w, tpdiv) + r->trained * (double)wt) / dpdiv);
         if (c->quant != QUANT_NONE) { /* dequantized to the compute dtype for each matmul */
             r->dequant = (uint64_t)((double)p->max_linear_w / tpdiv) * gb;
@@ -191,9 +200,10 @@ static void resident_terms(const struct model_plan *p, const struct train_config
      * lm_head copy (and one block's during recomputation) exists. */
     const bool fp32_blocks = c->finetune == FT_FULL ||
                              ((c->features & FEAT_FP32_BASE) && c->quant == QUANT_NONE);
-    if (mixed(c) && fp32_blocks) {
-        r->amp_all = (uint64_t)((double)p->linear_w / tpdiv) * 2;
-        r->amp_one = (uint64_t)((double)p->layer_linear_w / tpdiv) * 2;
+    if (mixed(c) && fp32_blocks) { /* a rank computes with its own experts only */
+        r->amp_all = (uint64_t)(((double)p->linear_w - (double)p->expert_p * ep_keep) / tpdiv) * 2;
+        r->amp_one = (uint64_t)(((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) /
+                                tpdiv) * 2;
     }
     if (c->method == METHOD_CDP) /* DDP gradient buckets: one more copy of the gradients */
         r->bucket = (uint64_t)(r->trained * (double)wt);
@@ -290,8 +300,11 @@ static uint64_t lora_tok(const struct model_plan *p, const struct train_config *
         if (!(c->lora_targets & TARGET_BIT(role)) || !p->role_w[role])
             continue;
         bool in_qkv = role == ROLE_Q || role == ROLE_K || role == ROLE_V;
-        uint64_t in = (uint64_t)(p->lora_in[role] / p->spec.layers);
-        bytes += ea * (uint64_t)c->lora_r;
+        /* per block and token: the adapters a token passes (a MoE block's routed experts
+         * count experts_per_tok / experts each) */
+        const double layers = (double)p->spec.layers;
+        uint64_t in = (uint64_t)(p->lora_in_active[role] / layers);
+        bytes += (uint64_t)((double)(ea * (uint64_t)c->lora_r) * (p->lora_mods_active[role] / layers));
         if (in_qkv && fused_qkv && qkv_done)
             continue;
         if (c->features & FEAT_LORA_DROPOUT)
@@ -323,10 +336,11 @@ static uint64_t lora_tok(const struct model_plan *p, const struct train_config *
  * checkpointed block input, the attention output and its fp32 logsumexp, and the outputs of
  * the 1st, 3rd, ... matmul in call order (q, k, v or fused qkv; o; gate, up or fused; down).
  * Megatron-LM's selective recompute (recompute only core attention) keeps a superset. */
-static uint64_t sac_tok(const struct model_spec *m, const struct train_config *c, uint64_t ea,
+static uint64_t sac_tok(const struct model_plan *p, const struct train_config *c, uint64_t ea,
                         uint64_t er)
 {
-    const uint64_t tp = (uint64_t)c->tp, h = (uint64_t)m->hidden, i = (uint64_t)m->intermediate / tp;
+    const struct model_spec *m = &p->spec;
+    const uint64_t tp = (uint64_t)c->tp, h = (uint64_t)m->hidden, i = (uint64_t)p->inter_active / tp;
     const uint64_t q = (uint64_t)(m->heads * m->head_dim) / tp, kv = (uint64_t)(m->kv_heads * m->head_dim) / tp;
     uint64_t out[7];
     int n = 0;
@@ -346,6 +360,48 @@ static uint64_t sac_tok(const struct model_spec *m, const struct train_config *c
     return kept;
 }
 
+/* What a MoE block saves per token beyond a dense gated MLP of the width a token passes
+ * through (plan inter_active), in transformers' eager MoE blocks, which loop over the
+ * experts (MixtralSparseMoeBlock.forward, huggingface/transformers@00d4b3d2
+ * models/mixtral/modeling_mixtral.py; Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock and
+ * DeepseekV2MoE do the same): the router's fp32 softmax output (4 E), the top-k indices
+ * (int64, 8 k); per routed token (k of them): the gathered input copy hidden_states[top_x]
+ * the expert's first Linears keep (e_a h), the expert output the routing-weight multiply
+ * keeps (e_a h), that weight (e_a) and the top_x / idx indices (2 x 8). Every token is
+ * computed (no capacity, no dropping), so these are exact in total whatever the routing.
+ * Qwen2-MoE's shared_expert_gate: sigmoid(gate(x)) * shared_expert(x) keeps the shared
+ * output and the gate (e_a h + e_a). The one-hot expert_mask (E x k x tokens, int64) is
+ * freed before backward and is not counted. Averaged over the blocks. */
+static uint64_t moe_tok(const struct model_plan *p, uint64_t ea)
+{
+    const struct model_spec *m = &p->spec;
+    if (!p->moe_layers)
+        return 0;
+    const uint64_t h = (uint64_t)m->hidden, k = (uint64_t)m->experts_per_tok;
+    uint64_t block = 4 * (uint64_t)m->experts + 8 * k + k * (2 * ea * h + ea + 16);
+    if (m->shared_gate)
+        block += ea * h + ea;
+    return block * (uint64_t)p->moe_layers / (uint64_t)m->layers;
+}
+
+/* q_norm / k_norm (Qwen3, Gemma 3, OLMo 2): RMSNorm keeps its fp32 input, and, when its
+ * weight is trained, the normalised 16-bit output, over the q and k widths. */
+static uint64_t qk_norm_tok(const struct model_spec *m, uint64_t ea, bool trained)
+{
+    if (m->qk_norm == QK_NORM_NONE)
+        return 0;
+    return (4 + (trained ? ea : 0)) * (uint64_t)((m->heads + m->kv_heads) * m->head_dim);
+}
+
+/* Latent attention (DeepSeek): the q and kv latents pass an RMSNorm (fp32 input, and the
+ * 16-bit output when trained) and feed q_b_proj / kv_b_proj, which keep them (e_a). */
+static uint64_t latent_tok(const struct model_spec *m, uint64_t ea, bool trained)
+{
+    if (!m->kv_lora_rank)
+        return 0;
+    return (4 + (trained ? ea : 0) + ea) * (uint64_t)(m->kv_lora_rank + m->q_lora_rank);
+}
+
 static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
                               struct mem_prepared *mp)
 {
@@ -354,8 +410,11 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     /* the residual stream has the dtype of the weights it starts from (the embedding) */
     const bool fp32_weights = mixed(c) && (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));
     const uint64_t er = (c->precision == PREC_FP32 || fp32_weights) ? 4 : 2;
-    const uint64_t h = (uint64_t)m->hidden, i = (uint64_t)m->intermediate;
+    const uint64_t h = (uint64_t)m->hidden, i = (uint64_t)p->inter_active;
     const uint64_t q = (uint64_t)(m->heads * m->head_dim), kv = (uint64_t)(m->kv_heads * m->head_dim);
+    /* the value and attention-output widths: the head width, or DeepSeek's v_head_dim */
+    const uint64_t vd = (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
+    const uint64_t v = (uint64_t)m->kv_heads * vd, ao = (uint64_t)m->heads * vd;
     const uint64_t tp = (uint64_t)c->tp, heads = (uint64_t)m->heads;
     const uint64_t copies = linear_input_copies(c);
     const bool trained = c->finetune == FT_FULL;
@@ -365,21 +424,22 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     const uint64_t norm = compiled ? er * h
                                    : (m->norm == NORM_RMSNORM ? 4 : er) * h + (trained ? ea * h : 0);
     /* q/k/v read one normalised input; the MLP another unless the block is parallel */
-    const uint64_t lin_in = copies * ea * (h * (m->norms_per_layer == 1 ? 1 : 2) + q / tp + i / tp);
+    const uint64_t lin_in = copies * ea * (h * (m->norms_per_layer == 1 ? 1 : 2) + ao / tp + i / tp);
     uint64_t attn, attn_s = 0;
     if (c->features & FEAT_EAGER_ATTN) {
         attn = ea * 3 * q / tp;
         attn_s = heads * (ea == 2 ? 6 : 4) / tp;
     } else {
-        attn = (ea * (2 * q + 2 * kv) + 4 * heads) / tp;
+        attn = (ea * (q + kv + v + ao) + 4 * heads) / tp;
     }
-    uint64_t mlp = (m->mlp == MLP_GATED ? (compiled ? 2 : 3) : 1) * ea * i / tp;
+    attn += qk_norm_tok(m, ea, trained) / tp + latent_tok(m, ea, trained);
+    uint64_t mlp = (m->mlp == MLP_GATED ? (compiled ? 2 : 3) : 1) * ea * i / tp + moe_tok(p, ea);
     uint64_t lora = c->finetune != FT_FULL ? lora_tok(p, c, ea) : 0;
     uint64_t norms = (uint64_t)(m->norms_per_layer > 2 ? 2 : m->norms_per_layer) * norm +
                      (uint64_t)(m->norms_per_layer > 2 ? m->norms_per_layer - 2 : 0) * 4 * h;
     mp->layer_tok = norms + lin_in + attn + mlp + lora;
     mp->layer_tok_s = attn_s;
-    mp->ckpt_tok = c->ckpt_selective ? sac_tok(m, c, ea, er) : er * h;
+    mp->ckpt_tok = c->ckpt_selective ? sac_tok(p, c, ea, er) : er * h;
     mp->tail_tok = norm + ea * h; /* final norm and the lm_head input */
     mp->bwd_tok = er * h + 2 * ea * i / tp;
     mp->comm_tok = (c->method == METHOD_TP || c->method == METHOD_DPTP) ? ea * h : 0;
@@ -568,7 +628,7 @@ uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c
         const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
         uint64_t tok = ea * (uint64_t)p->spec.hidden;
         if (!c->grad_ckpt && !c->ckpt_selective)
-            tok += (p->spec.mlp == MLP_GATED ? 2u : 1u) * ea * (uint64_t)p->spec.intermediate /
+            tok += (p->spec.mlp == MLP_GATED ? 2u : 1u) * ea * (uint64_t)p->inter_active /
                    (uint64_t)c->tp;
         fwd += sat_mul(t, tok * (uint64_t)p->spec.layers);
     }

@@ -43,11 +43,15 @@ static void add_tensor(struct model_plan *p, const struct tensor *t, struct bloc
     } else {
         p->role_w[t->role] += n;
         p->role_active[t->role] += t->expert ? (double)n * share : (double)n;
+        p->role_expert_w[t->role] += t->expert ? n : 0;
         if (is_linear_role(t->role)) {
             p->linear_w += n;
             p->lora_io[t->role] += t->rows + t->cols;
             p->lora_io_active[t->role] += (double)(t->rows + t->cols) * share;
+            p->lora_io_expert[t->role] += t->expert ? t->rows + t->cols : 0;
             p->lora_in[t->role] += t->cols;
+            p->lora_in_active[t->role] += (double)t->cols * share;
+            p->lora_mods_active[t->role] += share;
         } else {
             p->embedding_w += n;
         }
@@ -84,6 +88,12 @@ int plan_init(struct model_plan *p, const struct model_spec *m)
     p->emb_modules = 1 + (m->pos == POS_LEARNED);
     for (int64_t l = 0; l < m->layers; l++)
         p->moe_layers += model_layer_moe(m, l);
+    p->inter_active = (double)m->intermediate;
+    if (p->moe_layers)
+        p->inter_active = ((double)(m->layers - p->moe_layers) * (double)m->intermediate +
+                           (double)p->moe_layers * (double)(m->experts_per_tok * m->moe_intermediate +
+                                                            m->shared_intermediate)) /
+                          (double)m->layers;
     return 0;
 }
 
@@ -106,5 +116,14 @@ int64_t plan_lora_params(const struct model_plan *p, uint32_t targets, int32_t r
     for (int role = 0; role < ROLE_COUNT; role++)
         if (targets & (1u << role))
             io += p->lora_io[role];
+    return io * r;
+}
+
+int64_t plan_lora_expert_params(const struct model_plan *p, uint32_t targets, int32_t r)
+{
+    int64_t io = 0;
+    for (int role = 0; role < ROLE_COUNT; role++)
+        if (targets & (1u << role))
+            io += p->lora_io_expert[role];
     return io * r;
 }

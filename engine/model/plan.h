@@ -31,6 +31,13 @@ struct model_plan {
      * dense model; a routed expert's weights count experts_per_tok / experts of theirs. */
     double role_active[ROLE_COUNT];
     double lora_io_active[ROLE_COUNT];
+    double lora_in_active[ROLE_COUNT];   /* in-features a token passes, all blocks */
+    double lora_mods_active[ROLE_COUNT]; /* Linear modules a token passes, all blocks */
+    int64_t role_expert_w[ROLE_COUNT]; /* routed experts' weights per role, all layers */
+    int64_t lora_io_expert[ROLE_COUNT];/* routed experts' share of lora_io */
+    /* MLP width a token passes through, averaged over the blocks: intermediate for a dense
+     * model; a MoE block's experts_per_tok x moe_intermediate + the shared MLP */
+    double inter_active;
     int64_t expert_p;            /* routed experts' parameters, all layers (0: dense) */
     int64_t layer_expert_p;      /* routed experts' parameters of one MoE block */
     int64_t moe_layers;          /* blocks with a MoE MLP */
@@ -46,5 +53,7 @@ int64_t plan_chunk(struct model_plan *p);
 
 /* LoRA adapter parameters for rank r on the target roles: r * (in + out) per matrix. */
 int64_t plan_lora_params(const struct model_plan *p, uint32_t targets, int32_t r);
+/* The routed experts' share of it (what expert parallelism divides). */
+int64_t plan_lora_expert_params(const struct model_plan *p, uint32_t targets, int32_t r);
 
 #endif

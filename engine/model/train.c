@@ -134,7 +134,38 @@ void targets_format(uint32_t targets, char *buf, size_t n)
     }
 }
 
-const char *train_config_check(const struct train_config *c, int64_t heads, int64_t kv_heads)
+/* How a stack splits a model for TP decides which degrees are valid.
+ * colossal (LLMem's stack, and --paper): Colossal-AI's TP1D shards each weight along its
+ * last dimension into tp equal parts (ShardSpec([-1], [tp]); hpcaitech/ColossalAI
+ * examples/language/gpt/gemini/train_gpt_demo.py @01f884b6 tensor_parallelize, the setup
+ * LLMem follows) and gathers the outputs, so heads are never split: tp must divide every
+ * sharded width (hidden, the attention width heads x head_dim, the MLP width). That is why
+ * the paper could run 4TP on BioGPT-Large (25 heads, hidden 1600) and santacoder (one KV
+ * head).
+ * Every other stack splits heads Megatron-style: Megatron-core's Attention takes
+ * divide(num_attention_heads, tp) and divide(num_query_groups, tp) heads per rank
+ * (megatron/core/transformer/attention.py; divide() asserts), torchtitan and HF's tp_plan
+ * shard q/k/v column-wise by heads the same way. KV heads are not replicated in training;
+ * replication when tp exceeds the KV heads is what inference engines do (vLLM's
+ * QKVParallelLinear), not these stacks. */
+const char *train_tp_check(const struct train_config *c, const struct model_spec *m)
+{
+    const int64_t tp = c->tp;
+    if (tp <= 1)
+        return NULL;
+    if (c->stack == STACK_COLOSSAL) {
+        if (m->hidden % tp || (m->heads * m->head_dim) % tp || m->intermediate % tp)
+            return "tp must divide the hidden size, the attention width and the MLP width "
+                   "(colossal: Colossal-AI TP1D splits every weight's last dimension)";
+        return NULL;
+    }
+    if (m->heads % tp != 0 || m->kv_heads % tp != 0)
+        return "tp must divide the attention heads and the KV heads (Megatron-style TP "
+               "splits heads; only --stack colossal splits weights without regard to heads)";
+    return NULL;
+}
+
+const char *train_config_check(const struct train_config *c, const struct model_spec *m)
 {
     if (c->gpus < 1 || c->tp < 1 || c->dp < 1 || c->dp * c->tp != c->gpus)
         return "dp x tp must equal the GPU count";
@@ -159,8 +190,13 @@ const char *train_config_check(const struct train_config *c, int64_t heads, int6
     default:
         return "unknown method";
     }
-    if (heads % c->tp != 0 || kv_heads % c->tp != 0)
-        return "tp must divide the attention heads and the KV heads";
+    const char *tp = train_tp_check(c, m);
+    if (tp)
+        return tp;
+    if (c->ep > 1 && (!model_is_moe(m) || c->dp % c->ep != 0 || m->experts % c->ep != 0 ||
+                      c->method == METHOD_SINGLE || c->method == METHOD_TP))
+        return "ep needs a MoE model, a data-parallel method, and must divide dp and the "
+               "experts";
     if (c->micro_batch < 1 || c->seq_len < 1)
         return "micro-batch and sequence length must be positive";
     if (c->finetune == FT_FULL && (c->lora_r != 0 || c->quant != QUANT_NONE))

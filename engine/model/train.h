@@ -63,6 +63,7 @@ enum feature {
 struct train_config {
     enum method method;
     int32_t gpus, tp, dp; /* dp * tp == gpus */
+    int32_t ep;           /* expert parallelism within dp (MoE); 0 or 1: none */
     int32_t micro_batch, seq_len;
     enum precision precision;
     enum finetune finetune;
@@ -116,9 +117,16 @@ int targets_parse_with(const char *s, const char *extra, uint32_t extra_bits, ui
 /* Canonical text: "attn", "mlp", "all", or the roles joined by '+'; "" when none. */
 void targets_format(uint32_t targets, char *buf, size_t n);
 
-/* Checks that a configuration is coherent for model dimensions heads/kv_heads (tp divides
- * the GPU count and the heads, single runs on one GPU, ...). Returns NULL when valid, else
- * a static reason. */
-const char *train_config_check(const struct train_config *c, int64_t heads, int64_t kv_heads);
+/* Checks that a configuration is coherent for model m (tp divides the GPU count and what
+ * the stack splits, single runs on one GPU, ep divides dp and the experts, ...). Returns
+ * NULL when valid, else a static reason. */
+const char *train_config_check(const struct train_config *c, const struct model_spec *m);
+/* The TP part of it: which degrees the stack's way of splitting the model allows (train.c
+ * cites each stack). */
+const char *train_tp_check(const struct train_config *c, const struct model_spec *m);
+
+/* Expert-parallel degree: experts sharded over ep ranks of the data-parallel group. A
+ * configuration that leaves ep 0 means 1. */
+static inline int32_t train_ep(const struct train_config *c) { return c->ep > 1 ? c->ep : 1; }
 
 #endif

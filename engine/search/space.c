@@ -73,13 +73,28 @@ static void add_tuning(struct grow *g, const struct options *o, uint32_t model,
             }
 }
 
+/* The expert-parallel degrees of one layout: --ep's (default 1), each where it is valid
+ * (a MoE model, a data-parallel method, ep dividing dp and the experts). */
+static void add_ep(struct grow *g, const struct options *o, uint32_t model,
+                   const struct model_plan *p, struct train_config c)
+{
+    static const int32_t one = 1;
+    const int32_t *ep = o->ep.n ? o->ep.v : &one;
+    const int nep = o->ep.n ? o->ep.n : 1;
+    for (int i = 0; i < nep; i++) {
+        c.ep = ep[i];
+        if (train_config_check(&c, &p->spec) == NULL)
+            add_tuning(g, o, model, c);
+    }
+}
+
 /* The parallel layouts of a method on n GPUs: single 1x1; CDP/ADP n x 1; TP 1 x n; DP+TP
  * every tp in --tp (or every divisor) with dp, tp > 1. */
 static void add_layouts(struct grow *g, const struct options *o, uint32_t model,
                         const struct model_plan *p, enum method m, int32_t n)
 {
-    struct train_config c = {.method = m, .gpus = n, .stack = o->stack, .data = o->data,
-                             .alloc = o->alloc};
+    struct train_config c = {.method = m, .gpus = n, .ep = 1, .stack = o->stack,
+                             .data = o->data, .alloc = o->alloc};
     c.features = stack_features(o->stack) | (o->eager ? FEAT_EAGER_ATTN : 0);
     for (int32_t tp = 1; tp <= n; tp++) {
         if (n % tp)
@@ -98,8 +113,7 @@ static void add_layouts(struct grow *g, const struct options *o, uint32_t model,
         c.lora_r = 0;
         c.lora_targets = 0;
         c.quant = QUANT_NONE;
-        if (train_config_check(&c, p->spec.heads, p->spec.kv_heads) == NULL)
-            add_tuning(g, o, model, c);
+        add_ep(g, o, model, p, c);
     }
 }
 

@@ -56,7 +56,7 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
                                  const struct validate_opts *vo, const struct gpu_spec *g,
                                  bool exact_seq, struct validate_row *out, char *why, size_t n)
 {
-    const char *bad = train_config_check(c, p->spec.heads, p->spec.kv_heads);
+    const char *bad = train_config_check(c, &p->spec);
     if (bad)
         return snprintf(why, n, "invalid configuration: %s", bad), why;
     if (out->measured_tps > 0 && g)
