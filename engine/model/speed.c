@@ -111,6 +111,9 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
     const double tp = (double)c->tp;
     const bool full = c->finetune == FT_FULL;
     double wbytes = c->quant == QUANT_NONE || full ? e : (c->quant == QUANT_INT8 ? 1.0 : 0.5);
+    /* MoE: FLOPs and activation bytes for the experts a token passes (role_active); the
+     * weights of the rank's own experts are read once a pass (experts / ep of them) */
+    const double ep_keep = 1.0 - 1.0 / (double)train_ep(c);
     int kernels = 0;
     sp->ngemm = 0;
     sp->flops_tok = 0;
@@ -120,9 +123,9 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
             continue;
         bool head = role == ROLE_LM_HEAD;
         struct speed_gemm *k = &sp->gemm[sp->ngemm++];
-        k->flops_tok = 2.0 * w / tp;
-        k->bytes_tok = (double)p->lora_io[role] * e / tp;
-        k->bytes_fixed = w / tp * (head ? e : wbytes);
+        k->flops_tok = 2.0 * p->role_active[role] / tp;
+        k->bytes_tok = p->lora_io_active[role] * e / tp;
+        k->bytes_fixed = (w - (double)p->role_expert_w[role] * ep_keep) / tp * (head ? e : wbytes);
         k->passes = gemm_fwd_passes(&p->spec, c, role) + 1.0 + (full ? 1.0 : 0.0);
         kernels += head ? 0 : 1;
     }
@@ -141,8 +144,8 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
         if (!(c->lora_targets & TARGET_BIT(role)) || p->lora_io[role] <= 0)
             continue;
         struct speed_gemm *k = &sp->gemm[sp->ngemm++];
-        k->flops_tok = 2.0 * (double)c->lora_r * (double)p->lora_io[role] / tp;
-        k->bytes_tok = 3.0 * (double)p->lora_io[role] * e / tp;
+        k->flops_tok = 2.0 * (double)c->lora_r * p->lora_io_active[role] / tp;
+        k->bytes_tok = 3.0 * p->lora_io_active[role] * e / tp;
         k->bytes_fixed = 0;
         k->passes = gemm_fwd_passes(&p->spec, c, role) + 2.0;
         kernels += 4; /* dropout, A, B, scaled add */
@@ -152,6 +155,20 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
     return kernels;
 }
 
+/* The routing work of transformers' eager MoE blocks per token and forward pass
+ * (MixtralSparseMoeBlock.forward, memmodel.c moe_tok): per routed token the gathered input
+ * (read and write, 2e h), the routing-weight multiply (3e h) and index_add_ (3e h); per
+ * token the router's fp32 softmax and top-k (~12 bytes an expert) and the int64 one-hot
+ * expert mask, written and summed (16 bytes an expert and routed token). */
+static double moe_elementwise_fwd(const struct model_plan *p, double e)
+{
+    const struct model_spec *m = &p->spec;
+    if (!p->moe_layers)
+        return 0;
+    const double k = (double)m->experts_per_tok, ex = (double)m->experts;
+    return (double)p->moe_layers * (k * 8.0 * e * (double)m->hidden + 12.0 * ex + 16.0 * ex * k);
+}
+
 /* Memory-bound bytes per token of one forward pass through the blocks, e bytes an
  * element. Eager PyTorch: a fused LayerNorm reads and writes the hidden state (2e); HF's
  * and torchtune's RMSNorm upcast to fp32 in ~8 kernels (to(fp32), pow, mean, rsqrt, mul,
@@ -159,11 +176,12 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
  * reads and writes the intermediate (2e), SwiGLU silu + mul (5e); rotary on q and k
  * (rotate_half, cat, two muls, add: ~10e); the attention output transpose (2e).
  * torch.compile fuses each group into one read and one write. */
-static double elementwise_fwd(const struct model_spec *m, const struct train_config *c, double e)
+static double elementwise_fwd(const struct model_plan *p, const struct train_config *c, double e)
 {
+    const struct model_spec *m = &p->spec;
     const bool compiled = (c->features & FEAT_COMPILE) != 0;
     const double tp = (double)c->tp, h = (double)m->hidden;
-    const double inter = (double)m->intermediate / tp;
+    const double inter = p->inter_active / tp;
     const double qk = (double)((m->heads + m->kv_heads) * m->head_dim) / tp;
     double norm = (m->norm == NORM_RMSNORM && !compiled) ? 18.0 * e : 2.0 * e;
     double bytes = (double)m->norms_per_layer * norm * h + 2.0 * 3.0 * e * h + 2.0 * e * h;
@@ -173,7 +191,20 @@ static double elementwise_fwd(const struct model_spec *m, const struct train_con
         bytes += 2.0 * e * inter;
     if (m->pos == POS_ROTARY)
         bytes += (compiled ? 2.0 : 10.0) * e * qk;
-    return bytes * (double)m->layers;
+    return bytes * (double)m->layers + moe_elementwise_fwd(p, e);
+}
+
+/* The eager MoE block launches its kernels per expert that received tokens (all of them,
+ * at training batch sizes): index the tokens, gate, activation, up, multiply, down, index
+ * the routing weights, multiply, cast, index_add_ and the expert GEMMs' own: ~12; the
+ * router ~12 (Linear, softmax, top-k, renormalise, one-hot, permute, sum, nonzero, ...).
+ * Under expert parallelism a rank runs its experts / ep. */
+static double moe_kernels_fwd(const struct model_spec *m, const struct train_config *c)
+{
+    if (!model_is_moe(m))
+        return 0;
+    const double moe_layers = (double)(m->layers - m->dense_layers);
+    return moe_layers * (12.0 * (double)m->experts / (double)train_ep(c) + 12.0);
 }
 
 /* Kernels of one forward pass (launch cost): per block the GEMMs, norms (8 when RMSNorm runs
@@ -186,7 +217,22 @@ static double kernels_fwd(const struct model_spec *m, const struct train_config 
         return (double)m->layers * (per + 6.0);
     per += (double)m->norms_per_layer * (m->norm == NORM_RMSNORM ? 8.0 : 1.0) + 2.0 +
            (m->mlp == MLP_GATED ? 2.0 : 1.0) + (m->pos == POS_ROTARY ? 6.0 : 0.0) + 3.0;
-    return (double)m->layers * per;
+    return (double)m->layers * per + moe_kernels_fwd(m, c);
+}
+
+/* Expert parallelism: each MoE block sends every routed token's hidden state to the rank
+ * holding its expert and the result back (dispatch and combine all-to-alls), in each
+ * forward pass and again for the gradients in backward; on the critical path (the experts
+ * wait for their tokens). An all-to-all moves (ep - 1) / ep of a rank's data once, the
+ * cost ring() gives one step. */
+static void expert_all_to_all(const struct model_plan *p, const struct train_config *c,
+                              const struct gpu_spec *g, double fwd_passes, struct speed_prepared *sp)
+{
+    const double e = c->precision == PREC_FP32 ? 4.0 : 2.0;
+    const double count = 2.0 * (double)p->moe_layers * (fwd_passes + 1.0);
+    const double per_tok = (double)p->spec.experts_per_tok * (double)p->spec.hidden * e * count;
+    sp->act_comm_tok += ring(per_tok, train_ep(c), 1.0, 0, g);
+    sp->act_comm_fixed_s += ring(0, train_ep(c), 1.0, count, g);
 }
 
 static void prepare_comm(const struct model_plan *p, const struct train_config *c,
@@ -195,7 +241,9 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
 {
     const double tp = (double)c->tp, units = (double)(p->spec.layers + 1);
     double grad_bytes = trained / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
-    double p16 = (double)p->params / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
+    /* ZeRO-3 gathers a rank's own experts only (over the dp / ep ranks that hold them) */
+    double p16 = ((double)p->params - (double)p->expert_p * (1.0 - 1.0 / (double)train_ep(c))) /
+                 tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
     sp->overlap = OVERLAP_NONE;
     sp->comm_fixed_s = sp->comm_first_s = 0;
     switch (c->method) {
@@ -224,6 +272,8 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
         sp->act_comm_tok = ring(per_tok, c->tp, 2.0, 0, g);
         sp->act_comm_fixed_s = ring(0, c->tp, 2.0, 2.0 * (double)p->spec.layers * (fwd_passes + 1.0), g);
     }
+    if (train_ep(c) > 1)
+        expert_all_to_all(p, c, g, fwd_passes, sp);
 }
 
 void speed_prepare(const struct model_plan *p, const struct train_config *c,
@@ -246,7 +296,9 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
 
     /* causal attention: QK^T and AV are 2 * s * q FLOPs each per token, halved by the mask;
      * backward 2.5x forward (FA2: five matmuls to forward's two) */
-    sp->attn_flops_tok = 2.0 * (double)(m->heads * m->head_dim) * (double)m->layers / tp;
+    /* (DeepSeek's value heads are narrower than its query/key heads: AV uses v_head_dim) */
+    const int64_t vd = m->v_head_dim ? m->v_head_dim : m->head_dim;
+    sp->attn_flops_tok = (double)(m->heads * m->head_dim + m->heads * vd) * (double)m->layers / tp;
     sp->attn_passes = fwd_passes + 2.5;
     sp->attn_rate = peak * eff.attn;
     if (c->features & FEAT_TRITON_ATTN)
@@ -263,12 +315,16 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     /* memory-bound work: forward passes, backward about twice forward's bytes (gradient in,
      * saved input, gradient out); cross-entropy over the vocabulary in fp32 (logits read,
      * upcast, log_softmax, its gradient, cast back: ~28 bytes a logit); embedding lookup */
-    sp->elem_bytes_tok = elementwise_fwd(m, c, e) * (elem_passes + 2.0) +
+    sp->elem_bytes_tok = elementwise_fwd(p, c, e) * (elem_passes + 2.0) +
                          28.0 * (double)m->vocab / tp + 3.0 * e * (double)m->hidden;
 
     /* optimizer step: read weights, grads and two states, write weights and states */
     double trained = full ? (double)p->params : (double)plan_lora_params(p, c->lora_targets, c->lora_r);
     double shard = (c->method == METHOD_ADP || c->method == METHOD_DPTP) ? (double)c->dp : 1.0;
+    if (shard == 1.0) /* expert parallelism without ZeRO-3: a rank's own experts */
+        trained -= (full ? (double)p->expert_p
+                         : (double)plan_lora_expert_params(p, c->lora_targets, c->lora_r)) *
+                   (1.0 - 1.0 / (double)train_ep(c));
     double wt = c->precision == PREC_BF16_PURE ? 2.0 : 4.0;
     double opt_bytes = trained / tp / shard * wt * (c->optimizer == OPT_SGD ? 3.0 : 7.0);
     sp->fixed_s = opt_bytes / sp->bw;
