@@ -21,7 +21,9 @@ const char *const report_csv_columns[] = {
     /* appended: the upper end of the error band (README "Error band") */
     "peak_hi_gib",
     /* appended: 1 when within the speed model's error of the recipe's fastest */
-    "speed_within_error", NULL,
+    "speed_within_error",
+    /* appended: the expert-parallel degree (1 for dense models) */
+    "ep", NULL,
 };
 
 static int field(FILE *f, const char *s, bool last)
@@ -50,10 +52,10 @@ static int write_row(FILE *f, const struct report_row *r)
     for (int t = 0; t < TERM_COUNT; t++)
         rc |= fprintf(f, "%.3f,", r->term_gib[t]) < 0;
     rc |= field(f, r->rule, false);
-    rc |= fprintf(f, "%.6f,%.3f,%.1f,%d,%" PRIu64 ",%.17g,%" PRIu64 ",%.3f,%.3f,%.3f,%d\n",
+    rc |= fprintf(f, "%.6f,%.3f,%.1f,%d,%" PRIu64 ",%.17g,%" PRIu64 ",%.3f,%.3f,%.3f,%d,%d\n",
                   r->step_time_s, r->samples_per_s, r->tokens_per_s, r->fits ? 1 : 0, r->index,
                   r->score, r->peak_bytes, r->allocated_gib, r->reserved_gib, r->peak_hi_gib,
-                  r->speed_tie ? 1 : 0) < 0;
+                  r->speed_tie ? 1 : 0, train_ep(c)) < 0;
     return rc ? -1 : 0;
 }
 
@@ -164,6 +166,7 @@ static int read_row(struct cursor *c, struct report_row *r)
     r->reserved_gib = number(c);
     r->peak_hi_gib = number(c);
     r->speed_tie = integer(c, 0, 1) == 1;
+    k->ep = (int32_t)integer(c, 1, 4096);
     return c->failed ? -1 : 0;
 }
 

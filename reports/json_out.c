@@ -55,6 +55,7 @@ static json_t *row_json(const struct report_row *r)
     json_object_set_new(o, "reserved_gib", rounded(r->reserved_gib, 1e3));
     json_object_set_new(o, "peak_hi_gib", rounded(r->peak_hi_gib, 1e3));
     json_object_set_new(o, "speed_within_error", json_integer(r->speed_tie ? 1 : 0));
+    json_object_set_new(o, "ep", json_integer(train_ep(c)));
     return o;
 }
 

@@ -14,6 +14,7 @@
 static int single_config(const struct options *o, struct train_config *c)
 {
     if (o->nmethods > 1 || o->gpus.n > 1 || o->batch.n > 1 || o->seq.n > 1 || o->tp.n > 1 ||
+        o->ep.n > 1 ||
         o->nprecisions > 1 || o->nfinetunes > 1 || o->nquants > 1 || o->noptimizers > 1 ||
         o->nckpts > 1 || o->ntargets > 1 || o->lora_r.n > 1) {
         fputs("llmem-sweep: explain takes one value per option (lists are for the sweep)\n", stderr);
@@ -26,6 +27,7 @@ static int single_config(const struct options *o, struct train_config *c)
     c->tp = c->method == METHOD_TP ? c->gpus
           : c->method == METHOD_DPTP ? (o->tp.n ? o->tp.v[0] : 2) : 1;
     c->dp = c->tp > 0 && c->gpus % c->tp == 0 ? c->gpus / c->tp : 0;
+    c->ep = o->ep.n ? o->ep.v[0] : 1;
     c->micro_batch = o->batch.n ? o->batch.v[0] : 1;
     c->seq_len = o->seq.n ? o->seq.v[0] : 512;
     c->precision = o->nprecisions ? (enum precision)o->precisions[0] : o->paper ? PREC_FP16 : PREC_BF16;
@@ -93,6 +95,12 @@ static void print_text(const struct job *j, const struct sweep_point *pt, const 
     printf(", checkpointing %s, %s, stack %s%s\n", ckpt_mode_name(c),
            optimizer_name(c->optimizer), stack_name(c->stack), j->opt.paper ? " (--paper)" : "");
     printf("           %s batches, %s allocator\n", data_shape_name(c->data), alloc_conf_name(c->alloc));
+    if (model_is_moe(&p->spec))
+        printf("experts    %" PRId64 " routed, %" PRId64 " a token (width %" PRId64 "), shared width %"
+               PRId64 ", %" PRId64 " dense block(s); %.0f parameters a token passes; ep %d\n",
+               p->spec.experts, p->spec.experts_per_tok, p->spec.moe_intermediate,
+               p->spec.shared_intermediate, p->spec.dense_layers, plan_active_params(p),
+               train_ep(c));
     printf("GPU        %s, budget %.2f GiB, m_base %.0f MiB\n\n", j->gpu.name, units_gib(j->sweep.budget),
            mib(j->sweep.mem.base_bytes));
     printf("LLMem terms (MiB)%s\n", j->opt.paper ? "" : " [corrected form; the prediction is the timeline below]");
@@ -182,6 +190,12 @@ static int print_json(const struct job *j, const struct sweep_point *pt, const s
         "finetune", finetune_name(c->finetune), "quant", quant_name(c->quant), "optimizer",
         optimizer_name(c->optimizer), "grad_ckpt", c->grad_ckpt, "stack", stack_name(c->stack),
         "data", data_shape_name(c->data), "alloc_conf", alloc_conf_name(c->alloc));
+    if (model_is_moe(&p->spec)) { /* MoE only, so dense outputs keep their bytes */
+        json_object_set_new(inputs, "ep", json_integer(train_ep(c)));
+        json_object_set_new(inputs, "experts", json_integer(p->spec.experts));
+        json_object_set_new(inputs, "experts_per_tok", json_integer(p->spec.experts_per_tok));
+        json_object_set_new(inputs, "active_params", json_integer((json_int_t)plan_active_params(p)));
+    }
     if (c->ckpt_selective) /* grad_ckpt stays a boolean (full checkpointing) */
         json_object_set_new(inputs, "grad_ckpt_mode", json_string(ckpt_mode_name(c)));
     json_t *speed = json_pack("{sfsfsfsfsfsf}", "step_time_s", pt->speed.step_time_s, "compute_s",

@@ -127,3 +127,12 @@ int64_t plan_lora_expert_params(const struct model_plan *p, uint32_t targets, in
             io += p->lora_io_expert[role];
     return io * r;
 }
+
+double plan_active_params(const struct model_plan *p)
+{
+    double n = (double)p->params;
+    for (int role = 0; role < ROLE_COUNT; role++)
+        n -= (double)p->role_expert_w[role] - (double)p->role_expert_w[role] *
+             (double)p->spec.experts_per_tok / (p->spec.experts ? (double)p->spec.experts : 1.0);
+    return n;
+}

@@ -53,6 +53,10 @@ int64_t plan_chunk(struct model_plan *p);
 
 /* LoRA adapter parameters for rank r on the target roles: r * (in + out) per matrix. */
 int64_t plan_lora_params(const struct model_plan *p, uint32_t targets, int32_t r);
+/* Parameters a token passes through (a MoE model's "active" parameters: every expert
+ * counted experts_per_tok / experts; all of them for a dense model). */
+double plan_active_params(const struct model_plan *p);
+
 /* The routed experts' share of it (what expert parallelism divides). */
 int64_t plan_lora_expert_params(const struct model_plan *p, uint32_t targets, int32_t r);
 
