@@ -221,6 +221,31 @@ static void test_qk_norm(void **state)
     plan_free(&p);
 }
 
+/* Phi-3's fused qkv_proj and gate_up_proj (the tiny dense twin, MLP 64): PEFT wraps the
+ * fused module, so `q+v` adapts qkv_proj: r x (64 + 64 + 32 + 32) = 8 x 192 a block;
+ * litgpt keeps one adapter per enabled part: 8 x ((64 + 64) + (64 + 32)) = 8 x 224. `all`
+ * under PEFT: qkv 192 + o 128 + gate_up 64 + 128 + down 64 + 64 = 640, x 8 x 2 blocks. */
+static void test_fused_lora(void **state)
+{
+    (void)state;
+    struct model_spec m = dense.spec;
+    struct model_plan p;
+    model_family_defaults("phi3", &m);
+    assert_true(m.fused_qkv && m.fused_gate_up);
+    assert_int_equal(plan_init(&p, &m), 0);
+    struct train_config c = config();
+    c.finetune = FT_LORA, c.lora_r = 8;
+    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
+    assert_int_equal(plan_lora_targets(&p, &c), TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_K) | TARGET_BIT(ROLE_V));
+    assert_int_equal(plan_lora_params_cfg(&p, &c), 8 * 192 * 2);
+    c.stack = STACK_LITGPT;
+    assert_int_equal(plan_lora_targets(&p, &c), c.lora_targets);
+    assert_int_equal(plan_lora_params_cfg(&p, &c), 8 * 224 * 2);
+    c.stack = STACK_HF, c.lora_targets = TARGETS_ALL;
+    assert_int_equal(plan_lora_params_cfg(&p, &c), 8 * 640 * 2);
+    plan_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +256,7 @@ int main(void)
         cmocka_unit_test(test_ep_rules),
         cmocka_unit_test(test_tp_per_stack),
         cmocka_unit_test(test_qk_norm),
+        cmocka_unit_test(test_fused_lora),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -159,7 +159,7 @@ static void resident_terms(const struct model_plan *p, const struct train_config
         r->w = (uint64_t)(base * (double)wt / dpdiv);
     } else {
         r->frozen = base;
-        r->trained = (double)plan_lora_params(p, c->lora_targets, c->lora_r) / tpdiv;
+        r->trained = (double)plan_lora_params_cfg(p, c) / tpdiv;
         if (!zero3) /* the adapters of a rank's experts only */
             r->trained -= (double)plan_lora_expert_params(p, c->lora_targets, c->lora_r) *
                           ep_keep / tpdiv;
@@ -294,17 +294,21 @@ static uint64_t lora_tok(const struct model_plan *p, const struct train_config *
 {
     const bool cast_input = (c->features & FEAT_ADAPTER_FP32) && c->precision != PREC_FP32;
     const bool fused_qkv = p->spec.fused_qkv || (c->features & FEAT_FUSED_QKV);
+    const uint32_t targets = plan_lora_targets(p, c);
     uint64_t bytes = 0;
     bool qkv_done = false;
     for (int role = ROLE_Q; role <= ROLE_DOWN; role++) {
-        if (!(c->lora_targets & TARGET_BIT(role)) || !p->role_w[role])
+        if (!(targets & TARGET_BIT(role)) || !p->role_w[role])
             continue;
         bool in_qkv = role == ROLE_Q || role == ROLE_K || role == ROLE_V;
         /* per block and token: the adapters a token passes (a MoE block's routed experts
          * count experts_per_tok / experts each) */
         const double layers = (double)p->spec.layers;
         uint64_t in = (uint64_t)(p->lora_in_active[role] / layers);
-        bytes += (uint64_t)((double)(ea * (uint64_t)c->lora_r) * (p->lora_mods_active[role] / layers));
+        /* one PEFT adapter (one r-wide lora_A output) per fused module */
+        const double mods = p->lora_mods_active[role] -
+                            (plan_peft_fused(c) ? (double)p->lora_shared_mods[role] : 0.0);
+        bytes += (uint64_t)((double)(ea * (uint64_t)c->lora_r) * (mods / layers));
         if (in_qkv && fused_qkv && qkv_done)
             continue;
         if (c->features & FEAT_LORA_DROPOUT)

@@ -28,7 +28,8 @@ static void block_done(struct model_plan *p, const struct block_acc *a)
         p->layer_expert_p = a->expert_p;
 }
 
-static void add_tensor(struct model_plan *p, const struct tensor *t, struct block_acc *a)
+static void add_tensor(struct model_plan *p, const struct tensor *t, struct block_acc *a,
+                       int32_t *fuse_seen)
 {
     const struct model_spec *m = &p->spec;
     int64_t n = tensor_numel(t);
@@ -52,6 +53,12 @@ static void add_tensor(struct model_plan *p, const struct tensor *t, struct bloc
             p->lora_in[t->role] += t->cols;
             p->lora_in_active[t->role] += (double)t->cols * share;
             p->lora_mods_active[t->role] += share;
+            if (t->fuse > 0 && t->fuse == *fuse_seen) { /* not the fused module's first part */
+                p->lora_shared_in[t->role] += t->cols;
+                p->lora_shared_mods[t->role] += 1;
+            }
+            if (t->fuse > 0)
+                *fuse_seen = t->fuse;
         } else {
             p->embedding_w += n;
         }
@@ -75,12 +82,13 @@ static void add_tensor(struct model_plan *p, const struct tensor *t, struct bloc
 int plan_init(struct model_plan *p, const struct model_spec *m)
 {
     struct block_acc a = {.layer = -1};
+    int32_t fuse_seen = 0;
     memset(p, 0, sizeof *p);
     p->spec = *m;
     if (tensors_build(m, &p->tensors) != 0)
         return -1;
     for (size_t i = 0; i < p->tensors.n; i++)
-        add_tensor(p, &p->tensors.t[i], &a);
+        add_tensor(p, &p->tensors.t[i], &a, &fuse_seen);
     block_done(p, &a);
     p->embed_p = p->role_w[ROLE_EMBED];
     p->head_p = p->role_w[ROLE_LM_HEAD];
@@ -135,4 +143,33 @@ double plan_active_params(const struct model_plan *p)
         n -= (double)p->role_expert_w[role] - (double)p->role_expert_w[role] *
              (double)p->spec.experts_per_tok / (p->spec.experts ? (double)p->spec.experts : 1.0);
     return n;
+}
+
+bool plan_peft_fused(const struct train_config *c)
+{
+    return c->stack == STACK_HF || c->stack == STACK_HF_446 || c->stack == STACK_HF_431;
+}
+
+uint32_t plan_lora_targets(const struct model_plan *p, const struct train_config *c)
+{
+    const uint32_t qkv = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_K) | TARGET_BIT(ROLE_V);
+    const uint32_t gu = TARGET_BIT(ROLE_GATE) | TARGET_BIT(ROLE_UP);
+    uint32_t t = c->lora_targets;
+    if (!plan_peft_fused(c))
+        return t;
+    if (p->spec.fused_qkv && (t & qkv))
+        t |= qkv;
+    if (p->spec.fused_gate_up && (t & gu))
+        t |= gu;
+    return t;
+}
+
+int64_t plan_lora_params_cfg(const struct model_plan *p, const struct train_config *c)
+{
+    const uint32_t t = plan_lora_targets(p, c);
+    int64_t io = 0;
+    for (int role = 0; role < ROLE_COUNT; role++)
+        if (t & (1u << role))
+            io += p->lora_io[role] - (plan_peft_fused(c) ? p->lora_shared_in[role] : 0);
+    return io * c->lora_r;
 }

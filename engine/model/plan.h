@@ -7,6 +7,7 @@
 
 #include "model.h"
 #include "tensors.h"
+#include "train.h"
 
 struct model_plan {
     struct model_spec spec;
@@ -32,6 +33,11 @@ struct model_plan {
     double role_active[ROLE_COUNT];
     double lora_io_active[ROLE_COUNT];
     double lora_in_active[ROLE_COUNT];   /* in-features a token passes, all blocks */
+    /* In-features of the 2nd, 3rd member of a fused Linear (q/k/v in one qkv_proj, gate/up
+     * in one gate_up_proj), all blocks: one PEFT adapter on the fused module reads its
+     * input once. */
+    int64_t lora_shared_in[ROLE_COUNT];
+    int64_t lora_shared_mods[ROLE_COUNT];
     double lora_mods_active[ROLE_COUNT]; /* Linear modules a token passes, all blocks */
     int64_t role_expert_w[ROLE_COUNT]; /* routed experts' weights per role, all layers */
     int64_t lora_io_expert[ROLE_COUNT];/* routed experts' share of lora_io */
@@ -56,6 +62,18 @@ int64_t plan_lora_params(const struct model_plan *p, uint32_t targets, int32_t r
 /* Parameters a token passes through (a MoE model's "active" parameters: every expert
  * counted experts_per_tok / experts; all of them for a dense model). */
 double plan_active_params(const struct model_plan *p);
+
+/* The LoRA targets as configuration c applies them. PEFT wraps whole nn.Linear modules:
+ * on a model whose HF code fuses q/k/v (qkv_proj, query_key_value, c_attn) or gate/up
+ * (Phi-3's gate_up_proj), naming any member adapts the fused module, so the targets grow
+ * to the whole group (`q+v` on Phi-3 is qkv_proj). litgpt's fused qkv keeps one adapter
+ * per enabled part; torchtune's models split q/k/v. */
+uint32_t plan_lora_targets(const struct model_plan *p, const struct train_config *c);
+/* Whether c's adapters on a fused module are one PEFT adapter (reading the input once). */
+bool plan_peft_fused(const struct train_config *c);
+/* LoRA adapter parameters of configuration c: r x (in + out) per adapted module, one
+ * adapter per fused module under PEFT. */
+int64_t plan_lora_params_cfg(const struct model_plan *p, const struct train_config *c);
 
 /* The routed experts' share of it (what expert parallelism divides). */
 int64_t plan_lora_expert_params(const struct model_plan *p, uint32_t targets, int32_t r);

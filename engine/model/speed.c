@@ -140,15 +140,20 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
     /* LoRA: A (in -> r) and B (r -> out) per target matrix: 2 r (in + out) FLOPs per token;
      * they read the layer input and write/add to its output (PEFT: dropout, A, B, scaling,
      * add): about three passes over in + out. Always trained. */
+    const uint32_t targets = full ? 0 : plan_lora_targets(p, c);
     for (int role = ROLE_PROJ; !full && role < ROLE_COUNT; role++) {
-        if (!(c->lora_targets & TARGET_BIT(role)) || p->lora_io[role] <= 0)
+        if (!(targets & TARGET_BIT(role)) || p->lora_io[role] <= 0)
             continue;
+        /* a PEFT adapter on a fused module reads the shared input once */
+        const double io = p->lora_io_active[role] -
+                          (plan_peft_fused(c) ? (double)p->lora_shared_in[role] : 0.0);
         struct speed_gemm *k = &sp->gemm[sp->ngemm++];
-        k->flops_tok = 2.0 * (double)c->lora_r * p->lora_io_active[role] / tp;
-        k->bytes_tok = 3.0 * p->lora_io_active[role] * e / tp;
+        k->flops_tok = 2.0 * (double)c->lora_r * io / tp;
+        k->bytes_tok = 3.0 * io * e / tp;
         k->bytes_fixed = 0;
         k->passes = gemm_fwd_passes(&p->spec, c, role) + 2.0;
-        kernels += 4; /* dropout, A, B, scaled add */
+        if (!(plan_peft_fused(c) && p->lora_shared_mods[role])) /* one adapter a fused module */
+            kernels += 4; /* dropout, A, B, scaled add */
     }
     for (int i = 0; i < sp->ngemm; i++)
         sp->flops_tok += sp->gemm[i].flops_tok * sp->gemm[i].passes;
@@ -319,7 +324,7 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
                          28.0 * (double)m->vocab / tp + 3.0 * e * (double)m->hidden;
 
     /* optimizer step: read weights, grads and two states, write weights and states */
-    double trained = full ? (double)p->params : (double)plan_lora_params(p, c->lora_targets, c->lora_r);
+    double trained = full ? (double)p->params : (double)plan_lora_params_cfg(p, c);
     double shard = (c->method == METHOD_ADP || c->method == METHOD_DPTP) ? (double)c->dp : 1.0;
     if (shard == 1.0) /* expert parallelism without ZeRO-3: a rank's own experts */
         trained -= (full ? (double)p->expert_p
