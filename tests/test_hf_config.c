@@ -750,6 +750,18 @@ static void test_deepseek_v2(void **state)
     load_ok(HF_DIR "deepseek-v2.json", &m);
     assert_int_equal(m.q_lora_rank, 1536);
     assert_params(&m, 235741434880);
+    /* DeepSeek-V3: q_lora_rank 1536, 3 dense blocks, 256 experts of 2048, 8 a token, one
+     * shared; 671,026,419,200 published (the main model, with the routers' 14,848
+     * e_score_correction_bias values the tensor model leaves out) */
+    parse_ok("{\"model_type\": \"deepseek_v3\", \"hidden_size\": 7168, "
+             "\"intermediate_size\": 18432, \"num_hidden_layers\": 61, "
+             "\"num_attention_heads\": 128, \"num_key_value_heads\": 128, "
+             "\"vocab_size\": 129280, \"q_lora_rank\": 1536, \"kv_lora_rank\": 512, "
+             "\"qk_nope_head_dim\": 128, \"qk_rope_head_dim\": 64, \"v_head_dim\": 128, "
+             "\"n_routed_experts\": 256, \"num_experts_per_tok\": 8, \"n_shared_experts\": 1, "
+             "\"moe_intermediate_size\": 2048, \"first_k_dense_replace\": 3}", &m);
+    assert_int_equal(m.dense_layers, 3);
+    assert_int_equal(model_param_count(&m), 671026419200 - 58 * 256);
     /* the MoE keys are required */
     struct hf_error err;
     const char *no_experts = "{\"model_type\": \"deepseek_v2\", \"hidden_size\": 64, "
