@@ -176,6 +176,10 @@ struct keyspec {
 #define KSTD_KV K1("num_key_value_heads")
 #define KSTD_FFN K1("intermediate_size")
 #define KSTD_POS K1("max_position_embeddings")
+/* The six keys of the Llama-like config classes */
+#define KSTD_DIMS                                                                          \
+    .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS, .kv_heads = KSTD_KV, \
+    .intermediate = KSTD_FFN, .max_pos = KSTD_POS
 
 struct reader {
     json_t *root;
@@ -311,8 +315,7 @@ static const struct hf_class classes[] = {
      .ffn_4x = true, .max_pos = K1("max_seq_len"), .max_pos_default = 2048, .extra = mpt_extra},
     /* Qwen3Config (configuration_qwen3.py): head_dim default 128, max_position_embeddings
      * default 32768, attention_bias default False. */
-    {.type = "qwen3", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
-     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+    {.type = "qwen3", KSTD_DIMS,
      .head_dim = K1("head_dim"), .max_pos_default = 32768, .head_dim_default = 128,
      .extra = gemma_extra},
     /* Gemma3TextConfig: head_dim default 256, max_position_embeddings default 131072,
@@ -320,37 +323,31 @@ static const struct hf_class classes[] = {
      * read through its text_config (read_root). Sliding-window layers change neither the
      * parameters nor, under SDPA or eager attention, what autograd saves (the window is a
      * mask), so sliding_window and layer_types are not read. */
-    {.type = "gemma3_text", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
-     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+    {.type = "gemma3_text", KSTD_DIMS,
      .head_dim = K1("head_dim"), .max_pos_default = 131072, .head_dim_default = 256,
      .extra = gemma_extra},
     /* Olmo2Config: num_key_value_heads None -> heads, max_position_embeddings default 2048,
      * attention_bias default False. */
-    {.type = "olmo2", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
-     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+    {.type = "olmo2", KSTD_DIMS,
      .max_pos_default = 2048, .extra = gemma_extra},
     /* MixtralConfig: intermediate_size is each expert's width (there is no dense MLP);
-     * num_key_value_heads default 8, max_position_embeddings default 4096 * 32. */
-    {.type = "mixtral", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
-     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+     * max_position_embeddings default 4096 * 32. num_key_value_heads, absent, is taken as
+     * the heads here (the class default is 8; every published file gives it). */
+    {.type = "mixtral", KSTD_DIMS,
      .head_dim = K1("head_dim"), .max_pos_default = 131072, .extra = mixtral_extra},
     /* Qwen2MoeConfig / Qwen3MoeConfig: intermediate_size is the dense MLP of mlp_only_layers
      * (none in the published models); max_position_embeddings default 32768 (Qwen3-MoE
      * 32768 too), Qwen3MoeConfig head_dim default 128. */
-    {.type = "qwen2_moe", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
-     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+    {.type = "qwen2_moe", KSTD_DIMS,
      .max_pos_default = 32768, .extra = qwen_moe_extra},
-    {.type = "qwen3_moe", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
-     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+    {.type = "qwen3_moe", KSTD_DIMS,
      .head_dim = K1("head_dim"), .max_pos_default = 32768, .head_dim_default = 128,
      .extra = qwen_moe_extra},
     /* DeepseekV2Config / DeepseekV3Config: intermediate_size is the dense MLP of the first
      * first_k_dense_replace blocks; the attention is latent (deepseek_extra sets head_dim). */
-    {.type = "deepseek_v2", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
-     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+    {.type = "deepseek_v2", KSTD_DIMS,
      .max_pos_default = 2048, .extra = deepseek_extra},
-    {.type = "deepseek_v3", .hidden = KSTD_HIDDEN, .layers = KSTD_LAYERS, .heads = KSTD_HEADS,
-     .kv_heads = KSTD_KV, .intermediate = KSTD_FFN, .max_pos = KSTD_POS,
+    {.type = "deepseek_v3", KSTD_DIMS,
      .max_pos_default = 4096, .extra = deepseek_extra},
 };
 

@@ -118,22 +118,24 @@ int64_t plan_chunk(struct model_plan *p)
     return p->chunk_searched;
 }
 
-int64_t plan_lora_params(const struct model_plan *p, uint32_t targets, int32_t r)
+/* r x the sum of per-role (in + out) over the targeted roles */
+static int64_t adapter_params(const int64_t io_per_role[ROLE_COUNT], uint32_t targets, int32_t r)
 {
     int64_t io = 0;
     for (int role = 0; role < ROLE_COUNT; role++)
         if (targets & (1u << role))
-            io += p->lora_io[role];
+            io += io_per_role[role];
     return io * r;
+}
+
+int64_t plan_lora_params(const struct model_plan *p, uint32_t targets, int32_t r)
+{
+    return adapter_params(p->lora_io, targets, r);
 }
 
 int64_t plan_lora_expert_params(const struct model_plan *p, uint32_t targets, int32_t r)
 {
-    int64_t io = 0;
-    for (int role = 0; role < ROLE_COUNT; role++)
-        if (targets & (1u << role))
-            io += p->lora_io_expert[role];
-    return io * r;
+    return adapter_params(p->lora_io_expert, targets, r);
 }
 
 double plan_active_params(const struct model_plan *p)
