@@ -161,21 +161,55 @@ static void test_blas_workspace(void **state)
 }
 
 /* Variable-length batches: the loss path's stranded segments count in the loss phase's
- * `reserved` (19 bytes per token and vocabulary entry against 14 packed, losspath.c): over
- * 16 tokens x 1000 entries, 5 x 16,000 = 80,000 bytes more. What nvidia-smi shows is the
- * reserved peak plus what lies outside the allocator (here the 1 MiB base). */
+ * `reserved`, per micro-batch bucket (losspath.c replays a run; test_losspath checks the
+ * replay by hand): over 16 tokens x 1000 entries, 16,000 x (variable - packed) bytes more
+ * for micro-batch 2. What nvidia-smi shows is the reserved peak plus what lies outside the
+ * allocator (here the 1 MiB base). */
 static void test_variable_reserved(void **state)
 {
     (void)state;
     struct train_config c = base_config();
     struct mem_estimate packed, variable;
+    struct loss_cost lv, lpk;
     c.data = DATA_PACKED;
     predict(&c, &packed);
     c.data = DATA_VARIABLE;
     predict(&c, &variable);
-    assert_int_equal(variable.phase_reserved[PHASE_LOSS] - packed.phase_reserved[PHASE_LOSS], 80000);
+    losspath_cost(LOSS_HF, LP_HALF, DATA_VARIABLE, ALLOC_DEFAULT, &lv);
+    losspath_cost(LOSS_HF, LP_HALF, DATA_PACKED, ALLOC_DEFAULT, &lpk);
+    assert_int_equal(losspath_batch_bucket(c.micro_batch), 1);
+    assert_true(lv.reserved[1] > lpk.reserved[1]);
+    assert_int_equal(variable.phase_reserved[PHASE_LOSS] - packed.phase_reserved[PHASE_LOSS],
+                     (uint64_t)(16000 * lv.reserved[1]) - (uint64_t)(16000 * lpk.reserved[1]));
     assert_int_equal(variable.shown, variable.reserved + (1 << 20));
     assert_int_equal(variable.allocated, packed.allocated);
+    /* a loop that empties the cache after every step replays like packed batches */
+    struct mem_estimate emptied;
+    c.features |= FEAT_EMPTY_CACHE;
+    predict(&c, &emptied);
+    assert_int_equal(emptied.reserved, packed.reserved);
+}
+
+/* The reserved pool never outgrows the GPU: with a capacity below the variable-length
+ * reserved peak, `reserved` stops at the capacity (the allocator releases its free cached
+ * segments when cudaMalloc fails), never below what the run cannot release. */
+static void test_reserved_capacity(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.micro_batch = 16; /* 1024 tokens: the loss phase's stranded segments lead */
+    c.seq_len = 64;
+    struct mem_estimate free_run, capped;
+    predict(&c, &free_run);
+    assert_true(free_run.reserved > free_run.device - (1 << 20) + 1000);
+    struct mem_options o = {.paper = false, .base_bytes = 1 << 20,
+                            .capacity_bytes = free_run.reserved - 1000};
+    memmodel_predict(&plan, &c, &o, &capped);
+    assert_int_equal(capped.reserved, free_run.reserved - 1000);
+    assert_int_equal(capped.device, free_run.device);
+    o.capacity_bytes = 1000; /* below what the run needs: the floor is the held memory */
+    memmodel_predict(&plan, &c, &o, &capped);
+    assert_int_equal(capped.reserved, capped.device - (1 << 20));
 }
 
 /* QLoRA r = 4 on q and v, bf16 compute, HF (adapters fp32):
@@ -212,6 +246,7 @@ static void test_paged_states(void **state)
     (void)state;
     struct train_config c = base_config();
     struct mem_estimate plain, paged;
+    c.data = DATA_PACKED; /* reserved = held: no stranded segments */
     predict(&c, &plain);
     c.features |= FEAT_PAGED_OPT;
     predict(&c, &paged);
@@ -341,7 +376,7 @@ int main(void)
         cmocka_unit_test(test_forward_activations),
         cmocka_unit_test(test_eager_attention),
         cmocka_unit_test(test_logits), cmocka_unit_test(test_blas_workspace),
-        cmocka_unit_test(test_variable_reserved),
+        cmocka_unit_test(test_variable_reserved), cmocka_unit_test(test_reserved_capacity),
         cmocka_unit_test(test_qlora_weights),
         cmocka_unit_test(test_paged_states),
         cmocka_unit_test(test_sharding),

@@ -394,11 +394,11 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
 {
     const uint32_t ea = c->precision == PREC_FP32 ? 4 : 2;
     struct loss_cost cost;
-    losspath_cost(losspath_select(c, p->spec.model_type), losspath_class(c->precision), c->data,
-                  c->alloc, &cost);
+    losspath_cost(losspath_select(c, p->spec.model_type), losspath_class(c->precision),
+                  losspath_data_shape(c), c->alloc, &cost);
     mp->logits_tok = cost.allocated;
-    mp->logits_res_tok = cost.reserved;
-    mp->logits_need_tok = cost.needed;
+    memcpy(mp->logits_res_tok, cost.reserved, sizeof mp->logits_res_tok);
+    memcpy(mp->logits_need_tok, cost.needed, sizeof mp->logits_need_tok);
     mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? 2 * ea : 0;
 }
 
@@ -428,6 +428,7 @@ void mem_options_for_gpu(const struct gpu_spec *g, bool paper, struct mem_option
     o->paper = paper;
     o->base_bytes = g ? g->context_bytes : 0;
     o->nccl_bytes = g ? g->nccl_bytes : NCCL_BYTES_DEFAULT;
+    o->capacity_bytes = g && g->memory_bytes > g->context_bytes ? g->memory_bytes - g->context_bytes : 0;
     blas_workspaces(g ? g->cublas_ws_bytes : CUBLAS_WS_DEFAULT, o);
 }
 
@@ -515,8 +516,9 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     uint64_t lg_res[PHASE_COUNT], lg_need[PHASE_COUNT];
     for (int ph = 0; ph < PHASE_COUNT; ph++)
         lg_res[ph] = lg_need[ph] = alloc_round(lg[ph]);
-    lg_res[PHASE_LOSS] = sat_scale(entries, mp->logits_res_tok);
-    lg_need[PHASE_LOSS] = sat_scale(entries, mp->logits_need_tok);
+    const unsigned bk = losspath_batch_bucket(c->micro_batch);
+    lg_res[PHASE_LOSS] = sat_scale(entries, mp->logits_res_tok[bk]);
+    lg_need[PHASE_LOSS] = sat_scale(entries, mp->logits_need_tok[bk]);
 
     const uint64_t base = opt->base_bytes + mp->nccl;
     uint64_t held = 0;
@@ -543,6 +545,17 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
             held = others + lg_need[ph];
             e->peak_phase = (enum mem_phase)ph;
         }
+    }
+    /* No more than the GPU holds is ever reserved: when cudaMalloc fails, the allocator
+     * releases every wholly free cached segment and retries (CCA malloc:
+     * release_cached_blocks), so stranded segments stop growing the reserved pool there
+     * (what the run cannot release, `held`, is the floor: beyond it the run fails). */
+    const uint64_t limit = opt->capacity_bytes > held ? opt->capacity_bytes : held;
+    if (opt->capacity_bytes && e->reserved > limit) {
+        e->reserved = limit;
+        for (int ph = 0; ph < PHASE_COUNT; ph++)
+            if (e->phase_reserved[ph] > e->reserved)
+                e->phase_reserved[ph] = e->reserved;
     }
     e->device = held + base + mp->paged;
     e->shown = e->reserved + base + mp->paged;
