@@ -97,6 +97,27 @@ static void test_forward_activations(void **state)
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 12288);
 }
 
+/* Mixed precision by autocast (HF, full fine-tuning, checkpointing): fp32 weights, so the
+ * residual stream and each boundary are fp32 (4 x 64 = 256 per block and token: 2 x 256 x
+ * 16 = 8192), the tail 512 x 16 = 8192, and autocast's 16-bit copy of one block's Linear
+ * weights for the recomputed block: 36864 x 2 = 73728; 90112 in all. FSDP2's
+ * MixedPrecisionPolicy (torchtitan) gathers 16-bit parameters and runs no autocast: no
+ * copies, boundaries in bf16 (2 x 128 x 16 = 4096): 12288. */
+static void test_fsdp_mixed_precision(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate e;
+    c.precision = PREC_BF16;
+    c.grad_ckpt = true;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 90112);
+    c.features |= FEAT_FSDP_MP;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 12288);
+    assert_true(stack_features(STACK_TORCHTITAN) & FEAT_FSDP_MP);
+}
+
 /* Eager attention keeps q and the expanded k, v (3 x 2 x 64 = 384) instead of SDPA's 400,
  * plus fp32 softmax and 16-bit probabilities per head and key: 4 x 6 x s = 192 per token
  * at s = 8. Per block and token +176; over 2 blocks and 16 tokens +5632. */
@@ -376,7 +397,7 @@ int main(void)
         cmocka_unit_test(test_forward_activations),
         cmocka_unit_test(test_eager_attention),
         cmocka_unit_test(test_logits), cmocka_unit_test(test_blas_workspace),
-        cmocka_unit_test(test_variable_reserved), cmocka_unit_test(test_reserved_capacity),
+        cmocka_unit_test(test_variable_reserved), cmocka_unit_test(test_fsdp_mixed_precision), cmocka_unit_test(test_reserved_capacity),
         cmocka_unit_test(test_qlora_weights),
         cmocka_unit_test(test_paged_states),
         cmocka_unit_test(test_sharding),

@@ -191,7 +191,9 @@ static void resident_terms(const struct model_plan *p, const struct train_config
      * lm_head copy (and one block's during recomputation) exists. */
     const bool fp32_blocks = c->finetune == FT_FULL ||
                              ((c->features & FEAT_FP32_BASE) && c->quant == QUANT_NONE);
-    if (mixed(c) && fp32_blocks) {
+    /* FSDP2's MixedPrecisionPolicy casts each unit's parameters to param_dtype when it
+     * gathers them (counted as the gathered units) and runs no autocast: no extra copies */
+    if (mixed(c) && fp32_blocks && !(c->features & FEAT_FSDP_MP)) {
         r->amp_all = (uint64_t)((double)p->linear_w / tpdiv) * 2;
         r->amp_one = (uint64_t)((double)p->layer_linear_w / tpdiv) * 2;
     }
@@ -351,8 +353,10 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
 {
     const struct model_spec *m = &p->spec;
     const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
-    /* the residual stream has the dtype of the weights it starts from (the embedding) */
-    const bool fp32_weights = mixed(c) && (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));
+    /* the residual stream has the dtype of the weights it starts from (the embedding);
+     * under FSDP2's MixedPrecisionPolicy that is the gathered param_dtype copy */
+    const bool fp32_weights = mixed(c) && !(c->features & FEAT_FSDP_MP) &&
+                              (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));
     const uint64_t er = (c->precision == PREC_FP32 || fp32_weights) ? 4 : 2;
     const uint64_t h = (uint64_t)m->hidden, i = (uint64_t)m->intermediate;
     const uint64_t q = (uint64_t)(m->heads * m->head_dim), kv = (uint64_t)(m->kv_heads * m->head_dim);
