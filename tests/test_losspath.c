@@ -96,6 +96,29 @@ static void test_variable_run(void **state)
     assert_int_equal(losspath_batch_bucket(1000), LP_BATCH_BUCKETS - 1);
 }
 
+/* The table built at compile time holds what a replay now gives (two combinations: the
+ * stock HF path under autocast, Qwen v1's in 16 bit with expandable segments). */
+static void test_variable_table(void **state)
+{
+    (void)state;
+    const struct {
+        enum loss_path lp;
+        enum lp_class k;
+        enum alloc_conf a;
+    } cases[] = {{LOSS_HF, LP_MIXED, ALLOC_DEFAULT}, {LOSS_QWEN1, LP_HALF, ALLOC_EXPANDABLE}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct loss_cost live, table;
+        assert_int_equal(losspath_variable_cost(cases[i].lp, cases[i].k, cases[i].a, &live), 0);
+        losspath_cost(cases[i].lp, cases[i].k, DATA_VARIABLE, cases[i].a, &table);
+        for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++) {
+            assert_true(live.reserved[bk] == table.reserved[bk]);
+            assert_true(live.needed[bk] == table.needed[bk]);
+        }
+    }
+    struct loss_cost c;
+    assert_int_equal(losspath_variable_cost(LOSS_COUNT, LP_MIXED, ALLOC_DEFAULT, &c), -1);
+}
+
 /* Expandable segments: one growing segment in 20 MiB pages. Logits [0,2), upcast [2,6),
  * output [6,10); freeing upcast and logits leaves [0,6) free; nll_loss's gradient takes
  * [0,4); the log_softmax gradient cannot use [4,6) and grows the segment to 14. At the
@@ -143,7 +166,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hf_allocated),         cmocka_unit_test(test_hf_packed_reserved),
-        cmocka_unit_test(test_replay_by_hand), cmocka_unit_test(test_variable_run), cmocka_unit_test(test_hf_expandable),
+        cmocka_unit_test(test_replay_by_hand), cmocka_unit_test(test_variable_run), cmocka_unit_test(test_variable_table), cmocka_unit_test(test_hf_expandable),
         cmocka_unit_test(test_chunked),              cmocka_unit_test(test_select),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -264,6 +264,8 @@ int losspath_replay(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
                 : allocsim_free(&st, handle[e->slot]);
             if (s != ALLOCSIM_OK)
                 return -1;
+            if (!e->alloc) /* a free never raises what cannot be released */
+                continue;
             uint64_t held = allocsim_get_stats(&st)->reserved - allocsim_releasable(&st);
             if (held > held_max)
                 held_max = held;
@@ -310,17 +312,44 @@ static int variable_run(enum loss_path lp, enum lp_class k, enum alloc_conf allo
     return 0;
 }
 
+int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
+                           struct loss_cost *out)
+{
+    if ((unsigned)lp >= LOSS_COUNT || (unsigned)k >= LP_CLASS_COUNT || (unsigned)alloc >= ALLOC_COUNT)
+        return -1;
+    out->allocated = (double)allocated_peak(lp, k) / 8.0;
+    for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++)
+        if (variable_run(lp, k, alloc, UINT32_C(1) << bk, &out->reserved[bk], &out->needed[bk]) != 0)
+            return -1;
+    return 0;
+}
+
+#ifndef LOSSPATH_GENERATOR
+/* The variable-length runs of every (path, class, allocator), replayed at build time by
+ * losspath_gen (engine/model/gen) with losspath_variable_cost above: variable_table[lp][k]
+ * [alloc][0 reserved, 1 needed][bucket]. A replay takes tens of milliseconds per
+ * combination, too long to repeat at every start; test_losspath checks the table against a
+ * fresh replay. */
+#include "losspath_variable.inc"
+#endif
+
 static void cost_of(enum loss_path lp, enum lp_class k, enum data_shape data, enum alloc_conf alloc,
                     struct loss_cost *out)
 {
     out->allocated = (double)allocated_peak(lp, k) / 8.0;
     for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++) {
         double *r = &out->reserved[bk], *nd = &out->needed[bk];
-        int rc = data == DATA_PACKED
-            ? losspath_replay(lp, k, alloc, packed_steps, 2, r, nd)
-            : variable_run(lp, k, alloc, UINT32_C(1) << bk, r, nd);
-        if (rc != 0) /* the block array ran out: cannot happen for these paths */
-            *r = *nd = out->allocated;
+        if (data == DATA_PACKED) {
+            if (losspath_replay(lp, k, alloc, packed_steps, 2, r, nd) != 0)
+                *r = *nd = out->allocated; /* the block array ran out: cannot happen */
+            continue;
+        }
+#ifndef LOSSPATH_GENERATOR
+        *r = variable_table[lp][k][alloc][0][bk];
+        *nd = variable_table[lp][k][alloc][1][bk];
+#else
+        *r = *nd = out->allocated; /* the generator asks for variable_run directly */
+#endif
     }
 }
 
@@ -333,8 +362,8 @@ unsigned losspath_batch_bucket(int32_t micro_batch)
 }
 
 /* Every (path, element size, data shape, allocator) costs the same for every model: one
- * table entry, filled the first time a configuration asks for it (a variable-length entry
- * takes tens of milliseconds), under a lock so that sweep threads share it. */
+ * table entry, filled the first time a configuration asks for it, under a lock so that
+ * sweep threads share it. */
 static struct loss_cost table[LOSS_COUNT][LP_CLASS_COUNT][DATA_COUNT][ALLOC_COUNT];
 static bool table_done[LOSS_COUNT][LP_CLASS_COUNT][DATA_COUNT][ALLOC_COUNT];
 static mtx_t table_lock;

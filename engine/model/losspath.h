@@ -70,10 +70,18 @@ struct loss_cost {
 };
 
 /* The cost of path lp in precision class k, batches of data shape `data` and allocator
- * configuration `alloc`. Each combination's allocator replay runs once for the whole
- * process (thread-safe), the first time it is asked for, never per sweep point. */
+ * configuration `alloc`: the packed replay runs once per combination for the whole process
+ * (thread-safe), the variable-length one comes from the table built at compile time; never
+ * per sweep point. */
 void losspath_cost(enum loss_path lp, enum lp_class k, enum data_shape data, enum alloc_conf alloc,
                    struct loss_cost *out);
+
+/* The variable-length cost of path lp in class k under allocator `alloc`, replayed now (a
+ * run of 1000 steps over 16 data orders per micro-batch bucket: tens of milliseconds);
+ * losspath_cost reads the same numbers from a table built with it at compile time.
+ * @return 0, or -1 for a bad argument or a replay that ran out of blocks. */
+int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
+                           struct loss_cost *out);
 
 /* Step lengths of losspath_replay are in 1/LP_LEN_UNIT of the longest step. */
 #define LP_LEN_UNIT 4096
