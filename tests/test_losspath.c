@@ -72,7 +72,7 @@ static void test_replay_by_hand(void **state)
     assert_int_equal(losspath_replay(LOSS_COUNT, LP_HALF, ALLOC_DEFAULT, rising, 2, &res, &need), -1);
 }
 
-/* Variable lengths: a run over sixteen data orders. Stranded segments make it reserve more
+/* Variable lengths: a run over 128 data orders. Stranded segments make it reserve more
  * than packed batches, and more the more distinct lengths a run sees: a micro-batch of 32
  * pads to the longest of 32 samples, whose lengths crowd near the cap, so it strands less
  * than a micro-batch of 1. What a run cannot release stays near the allocated peak (the

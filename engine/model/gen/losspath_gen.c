@@ -4,8 +4,26 @@
  * are written as C99 hexadecimal floating constants, so the table holds exactly what the
  * replay computed. */
 #include <stdio.h>
+#include <threads.h>
 
 #include "losspath.h"
+
+#define COMBOS (LOSS_COUNT * LP_CLASS_COUNT * ALLOC_COUNT)
+#define WORKERS 2
+
+static struct loss_cost cost[COMBOS];
+static int failed[COMBOS];
+
+/* Worker w replays the combinations w, w + WORKERS, ... (each replay is independent). */
+static int work(void *arg)
+{
+    const int w = *(const int *)arg;
+    for (int i = w; i < COMBOS; i += WORKERS)
+        failed[i] = losspath_variable_cost((enum loss_path)(i / (LP_CLASS_COUNT * ALLOC_COUNT)),
+                                           (enum lp_class)(i / ALLOC_COUNT % LP_CLASS_COUNT),
+                                           (enum alloc_conf)(i % ALLOC_COUNT), &cost[i]);
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -13,6 +31,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: losspath_gen OUT\n");
         return 2;
     }
+    thrd_t t[WORKERS];
+    int ids[WORKERS];
+    for (int w = 0; w < WORKERS; w++) {
+        ids[w] = w;
+        if (thrd_create(&t[w], work, &ids[w]) != thrd_success) {
+            fprintf(stderr, "losspath_gen: cannot start a thread\n");
+            return 1;
+        }
+    }
+    for (int w = 0; w < WORKERS; w++)
+        thrd_join(t[w], NULL);
     FILE *f = fopen(argv[1], "w");
     if (!f) {
         perror(argv[1]);
@@ -26,8 +55,9 @@ int main(int argc, char **argv)
         for (int k = 0; k < LP_CLASS_COUNT; k++) {
             fprintf(f, "    {\n");
             for (int a = 0; a < ALLOC_COUNT; a++) {
-                struct loss_cost c;
-                if (losspath_variable_cost((enum loss_path)lp, (enum lp_class)k, (enum alloc_conf)a, &c)) {
+                const int i = (lp * LP_CLASS_COUNT + k) * ALLOC_COUNT + a;
+                const struct loss_cost c = cost[i];
+                if (failed[i]) {
                     fprintf(stderr, "losspath_gen: replay of %s failed\n", loss_path_name((enum loss_path)lp));
                     fclose(f);
                     return 1;
