@@ -97,6 +97,27 @@ static void test_forward_activations(void **state)
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 12288);
 }
 
+/* Mixed precision by autocast (HF, full fine-tuning, checkpointing): fp32 weights, so the
+ * residual stream and each boundary are fp32 (4 x 64 = 256 per block and token: 2 x 256 x
+ * 16 = 8192), the tail 512 x 16 = 8192, and autocast's 16-bit copy of one block's Linear
+ * weights for the recomputed block: 36864 x 2 = 73728; 90112 in all. FSDP2's
+ * MixedPrecisionPolicy (torchtitan) gathers 16-bit parameters and runs no autocast: no
+ * copies, boundaries in bf16 (2 x 128 x 16 = 4096): 12288. */
+static void test_fsdp_mixed_precision(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate e;
+    c.precision = PREC_BF16;
+    c.grad_ckpt = true;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 90112);
+    c.features |= FEAT_FSDP_MP;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 12288);
+    assert_true(stack_features(STACK_TORCHTITAN) & FEAT_FSDP_MP);
+}
+
 /* Eager attention keeps q and the expanded k, v (3 x 2 x 64 = 384) instead of SDPA's 400,
  * plus fp32 softmax and 16-bit probabilities per head and key: 4 x 6 x s = 192 per token
  * at s = 8. Per block and token +176; over 2 blocks and 16 tokens +5632. */
@@ -161,21 +182,55 @@ static void test_blas_workspace(void **state)
 }
 
 /* Variable-length batches: the loss path's stranded segments count in the loss phase's
- * `reserved` (19 bytes per token and vocabulary entry against 14 packed, losspath.c): over
- * 16 tokens x 1000 entries, 5 x 16,000 = 80,000 bytes more. What nvidia-smi shows is the
- * reserved peak plus what lies outside the allocator (here the 1 MiB base). */
+ * `reserved`, per micro-batch bucket (losspath.c replays a run; test_losspath checks the
+ * replay by hand): over 16 tokens x 1000 entries, 16,000 x (variable - packed) bytes more
+ * for micro-batch 2. What nvidia-smi shows is the reserved peak plus what lies outside the
+ * allocator (here the 1 MiB base). */
 static void test_variable_reserved(void **state)
 {
     (void)state;
     struct train_config c = base_config();
     struct mem_estimate packed, variable;
+    struct loss_cost lv, lpk;
     c.data = DATA_PACKED;
     predict(&c, &packed);
     c.data = DATA_VARIABLE;
     predict(&c, &variable);
-    assert_int_equal(variable.phase_reserved[PHASE_LOSS] - packed.phase_reserved[PHASE_LOSS], 80000);
+    losspath_cost(LOSS_HF, LP_HALF, DATA_VARIABLE, ALLOC_DEFAULT, &lv);
+    losspath_cost(LOSS_HF, LP_HALF, DATA_PACKED, ALLOC_DEFAULT, &lpk);
+    assert_int_equal(losspath_batch_bucket(c.micro_batch), 1);
+    assert_true(lv.reserved[1] > lpk.reserved[1]);
+    assert_int_equal(variable.phase_reserved[PHASE_LOSS] - packed.phase_reserved[PHASE_LOSS],
+                     (uint64_t)(16000 * lv.reserved[1]) - (uint64_t)(16000 * lpk.reserved[1]));
     assert_int_equal(variable.shown, variable.reserved + (1 << 20));
     assert_int_equal(variable.allocated, packed.allocated);
+    /* a loop that empties the cache after every step replays like packed batches */
+    struct mem_estimate emptied;
+    c.features |= FEAT_EMPTY_CACHE;
+    predict(&c, &emptied);
+    assert_int_equal(emptied.reserved, packed.reserved);
+}
+
+/* The reserved pool never outgrows the GPU: with a capacity below the variable-length
+ * reserved peak, `reserved` stops at the capacity (the allocator releases its free cached
+ * segments when cudaMalloc fails), never below what the run cannot release. */
+static void test_reserved_capacity(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.micro_batch = 16; /* 1024 tokens: the loss phase's stranded segments lead */
+    c.seq_len = 64;
+    struct mem_estimate free_run, capped;
+    predict(&c, &free_run);
+    assert_true(free_run.reserved > free_run.device - (1 << 20) + 1000);
+    struct mem_options o = {.paper = false, .base_bytes = 1 << 20,
+                            .capacity_bytes = free_run.reserved - 1000};
+    memmodel_predict(&plan, &c, &o, &capped);
+    assert_int_equal(capped.reserved, free_run.reserved - 1000);
+    assert_int_equal(capped.device, free_run.device);
+    o.capacity_bytes = 1000; /* below what the run needs: the floor is the held memory */
+    memmodel_predict(&plan, &c, &o, &capped);
+    assert_int_equal(capped.reserved, capped.device - (1 << 20));
 }
 
 /* QLoRA r = 4 on q and v, bf16 compute, HF (adapters fp32):
@@ -212,6 +267,7 @@ static void test_paged_states(void **state)
     (void)state;
     struct train_config c = base_config();
     struct mem_estimate plain, paged;
+    c.data = DATA_PACKED; /* reserved = held: no stranded segments */
     predict(&c, &plain);
     c.features |= FEAT_PAGED_OPT;
     predict(&c, &paged);
@@ -341,7 +397,7 @@ int main(void)
         cmocka_unit_test(test_forward_activations),
         cmocka_unit_test(test_eager_attention),
         cmocka_unit_test(test_logits), cmocka_unit_test(test_blas_workspace),
-        cmocka_unit_test(test_variable_reserved),
+        cmocka_unit_test(test_variable_reserved), cmocka_unit_test(test_fsdp_mixed_precision), cmocka_unit_test(test_reserved_capacity),
         cmocka_unit_test(test_qlora_weights),
         cmocka_unit_test(test_paged_states),
         cmocka_unit_test(test_sharding),

@@ -35,7 +35,7 @@ IN_HEADER = [
 FEATURE_ORDER = [
     "chunked-ce", "untied-head", "opt-in-bwd", "act-offload", "cpu-offload", "compile",
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
-    "fsdp", "deepspeed", "flash-attn", "full-init", "no-accum", "logits-kept",
+    "fsdp", "deepspeed", "flash-attn", "full-init", "no-accum", "logits-kept", "empty-cache",
 ]
 
 # Out of scope: not decoder-only causal LMs.
@@ -404,6 +404,13 @@ def source_features(letter, row, rid):
             feats.append("chunked-ce")
     if letter == "L":
         feats += ["packed", "flash-attn"]
+    if letter == "G":
+        # PEFT method_comparison/MetaMathQA/run.py empties the cache after every step (run.py
+        # L296-298 @5fe7f8f8) or every 10th (PR #2894, 90d3fc05), and its batches come in
+        # buckets of 20 sorted longest first, so a 10-step window starts at its longest
+        # batch: no step finds segments cut by a shorter earlier one (the allocator replay
+        # of one length, README "The loss path and the caching allocator").
+        feats.append("empty-cache")
     if rid in NO_ACCUM:
         feats.append("no-accum")
     if letter == "B" and row["method"].startswith("FSDP"):

@@ -133,10 +133,11 @@ static void print_text(const struct job *j, const struct sweep_point *pt, const 
     if (!j->opt.paper && c->stack != STACK_COLOSSAL) {
         struct loss_cost lc;
         enum loss_path lp = losspath_select(c, p->spec.model_type);
-        losspath_cost(lp, losspath_class(c->precision), c->data, c->alloc, &lc);
+        const unsigned bk = losspath_batch_bucket(c->micro_batch);
+        losspath_cost(lp, losspath_class(c->precision), losspath_data_shape(c), c->alloc, &lc);
         printf("\nloss path  %s: %.2f allocated, %.2f reserved, %.2f held at the peak "
-               "(bytes per token and vocab entry)", loss_path_name(lp), lc.allocated, lc.reserved,
-               lc.needed);
+               "(bytes per token and vocab entry)", loss_path_name(lp), lc.allocated,
+               lc.reserved[bk], lc.needed[bk]);
     }
     printf("\nstep       %.4f s (compute %.4f, memory %.4f, communication %.4f), %.1f tokens/s\n",
            pt->speed.step_time_s, pt->speed.compute_s, pt->speed.memory_s, pt->speed.comm_s,

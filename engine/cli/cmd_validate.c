@@ -152,7 +152,8 @@ static void print_stats(const char *name, struct stats s)
            s.median, s.mean, s.max, s.bias);
 }
 
-/* Per source, all rows, then the grade A/B rows and those of them beyond 30 %. */
+/* Per source, all rows, then the grade A/B rows, those of them beyond 30 % and those more
+ * than 10 % below their measurement. */
 static void print_summary(const struct validate_row *rows, size_t n)
 {
     printf("\n%-24s %5s %7s %12s %9s %9s %9s %9s\n", "source", "rows", "skipped", "inconsistent",
@@ -176,6 +177,15 @@ static void print_summary(const struct validate_row *rows, size_t n)
             printf(" %s (%+.1f %%)", rows[i].id[0] ? rows[i].id : rows[i].model, rows[i].error_pct),
                 beyond++;
     puts(beyond ? "" : " none");
+    /* under-prediction is what makes a sweep say "fits" for a run that runs out of memory */
+    printf("grade A/B rows more than 10 %% below their measurement:");
+    int below = 0;
+    for (size_t i = 0; i < n; i++)
+        if (is_grade_ab(&rows[i]) && !strcmp(rows[i].status, "ok") && rows[i].error_pct < -10.0)
+            printf(" %s (%+.1f %%)", rows[i].id[0] ? rows[i].id : rows[i].model, rows[i].error_pct),
+                below++;
+    printf("%s\n", below ? "" : " none");
+    printf("grade A/B rows more than 10 %% below, count: %d\n", below);
 }
 
 /* Pairwise ordering agreement of the rows of one source (NULL: all): over the pairs of

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <threads.h>
 
@@ -155,6 +156,11 @@ enum loss_path losspath_select(const struct train_config *c, const char *model_t
     return c->stack == STACK_HF_431 ? LOSS_HF_431 : LOSS_HF;
 }
 
+enum data_shape losspath_data_shape(const struct train_config *c)
+{
+    return (c->features & FEAT_EMPTY_CACHE) ? DATA_PACKED : c->data;
+}
+
 enum lp_class losspath_class(enum precision p)
 {
     return p == PREC_FP32 ? LP_FP32 : p == PREC_BF16_PURE ? LP_HALF : LP_MIXED;
@@ -202,39 +208,58 @@ static uint64_t allocated_peak(enum loss_path lp, enum lp_class k)
 }
 
 /* Entries (tokens x vocabulary) of the longest replayed step: 2^28. Every tensor of a path is
- * then a large allocation (at least 128 MiB, above kMinLargeAlloc), whose segment is its
- * own size rounded to 2 MiB, and every step length below is a multiple of 2 MiB for every
- * element size: the replay is exact at this scale and, the allocator's rules being the same
- * for all large requests, the bytes per entry it finds hold at any batch and vocabulary
+ * then a large allocation (at least 128 MiB at the cap, above kMinLargeAlloc), whose
+ * segment is its own size rounded to 2 MiB; the allocator's rules being the same for all
+ * large requests, the bytes per entry the replay finds hold at any batch and vocabulary
  * while every tensor stays well above the allocator's absolute thresholds (README). */
 #define REF_ENTRIES (UINT64_C(1) << 28)
 
-/* Batch lengths of the replayed steps, in 64ths of the longest (seq_len).
- * Packed (or padded to a fixed length): every step the same; two steps show the steady
- * state. Variable-length batches padded to the longest sample: the cache keeps the
- * segments cut for each new longest batch (a record), and only a record can need new
- * ones, so the step that reaches the cap finds the segments of the record before it. For
- * independent lengths up to the cap, the record before the longest batch lies uniformly
- * below it: at half the cap on average. Earlier, shorter records are assumed reused by the
- * later records' smaller tensors (activations split them), which this replay of the loss
- * path alone cannot show; README "Validation" says how far that holds. */
-static const uint64_t packed_steps[] = {64, 64};
-static const uint64_t variable_steps[] = {32, 64};
+/* Step lengths are multiples of 1/LP_LEN_UNIT of the cap: a 4096-token cap in whole tokens. */
+#define LEN_ENTRIES (REF_ENTRIES / LP_LEN_UNIT)
 
-/* Replays the path over the steps through the caching allocator model. */
-static int replay(enum loss_path lp, enum lp_class k, const uint64_t *steps, size_t n_steps,
-                  enum alloc_conf alloc, struct loss_cost *out)
+/* Packed (or padded to a fixed length): every step the same; two steps show the steady
+ * state. */
+static const uint32_t packed_steps[] = {LP_LEN_UNIT, LP_LEN_UNIT};
+
+/* Variable-length batches (README "The loss path and the caching allocator"): a run of
+ * LP_RUN_STEPS steps, each padded to the longest of its b samples, sample lengths drawn
+ * uniformly from 1 .. cap (the least informed spread over what the cap admits), replayed
+ * over LP_RUN_ORDERS data orders; the cost is the median order's. Without empty_cache a
+ * segment once cut stays reserved (CCA malloc: alloc_block only after get_free_block
+ * fails; release_cached_blocks only when cudaMalloc fails), so every step longer than
+ * the ones that cut the cached blocks adds segments: the reserved peak depends on the
+ * order of the lengths, which the median stands for. With 16 orders the median still
+ * moved by 6 bytes per entry with the sample (the records a run sets, H(1000) = 7.5 on
+ * average, decide it); 128 orders hold it within about 2 of 512 orders' (Qwen v1: 48.9
+ * against 50.8 at micro-batch 1). */
+#define LP_RUN_STEPS 1000
+#define LP_RUN_ORDERS 128
+
+/* splitmix64 (Steele, Lea, Flood 2014): a fixed, portable stream per data order. */
+static uint64_t splitmix64(uint64_t *x)
 {
-    allocsim_block blocks[128];
+    uint64_t z = (*x += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+int losspath_replay(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
+                    const uint32_t *len, size_t n, double *reserved, double *needed)
+{
+    allocsim_block blocks[1024];
     allocsim_state st;
     const allocsim_config cfg = {.capacity = 0, .max_split_size = 0,
                                  .expandable = alloc == ALLOC_EXPANDABLE};
-    if (allocsim_init(&st, &cfg, blocks, sizeof blocks / sizeof blocks[0]) != ALLOCSIM_OK)
+    if ((unsigned)lp >= LOSS_COUNT || (unsigned)k >= LP_CLASS_COUNT ||
+        allocsim_init(&st, &cfg, blocks, sizeof blocks / sizeof blocks[0]) != ALLOCSIM_OK)
         return -1;
     uint32_t handle[LP_SLOTS] = {0};
-    uint64_t needed = 0;
-    for (size_t step = 0; step < n_steps; step++) {
-        const uint64_t entries = REF_ENTRIES / 64 * steps[step];
+    uint64_t held_max = 0;
+    for (size_t step = 0; step < n; step++) {
+        if (len[step] == 0 || len[step] > LP_LEN_UNIT)
+            return -1;
+        const uint64_t entries = LEN_ENTRIES * len[step];
         for (size_t i = 0; i < paths[lp].n; i++) {
             const struct lp_event *e = &paths[lp].ev[i];
             allocsim_status s = e->alloc
@@ -242,46 +267,129 @@ static int replay(enum loss_path lp, enum lp_class k, const uint64_t *steps, siz
                 : allocsim_free(&st, handle[e->slot]);
             if (s != ALLOCSIM_OK)
                 return -1;
+            if (!e->alloc) /* a free never raises what cannot be released */
+                continue;
             uint64_t held = allocsim_get_stats(&st)->reserved - allocsim_releasable(&st);
-            if (held > needed)
-                needed = held;
+            if (held > held_max)
+                held_max = held;
         }
     }
-    out->reserved = (double)allocsim_get_stats(&st)->peak_reserved / (double)REF_ENTRIES;
-    out->needed = (double)needed / (double)REF_ENTRIES;
+    *reserved = (double)allocsim_get_stats(&st)->peak_reserved / (double)REF_ENTRIES;
+    *needed = (double)held_max / (double)REF_ENTRIES;
     return 0;
 }
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of_orders(double *v)
+{
+    qsort(v, LP_RUN_ORDERS, sizeof v[0], cmp_double);
+    return (v[LP_RUN_ORDERS / 2 - 1] + v[LP_RUN_ORDERS / 2]) / 2.0;
+}
+
+/* The variable-length run of micro-batch b (a bucket's smallest) over every data order. */
+static int variable_run(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, uint32_t b,
+                        double *reserved, double *needed)
+{
+    static thread_local uint32_t len[LP_RUN_STEPS];
+    double res[LP_RUN_ORDERS], need[LP_RUN_ORDERS];
+    for (uint64_t order = 0; order < LP_RUN_ORDERS; order++) {
+        uint64_t x = order + 1;
+        for (size_t i = 0; i < LP_RUN_STEPS; i++) {
+            uint32_t longest = 0;
+            for (uint32_t j = 0; j < b; j++) {
+                uint32_t l = (uint32_t)(splitmix64(&x) % LP_LEN_UNIT) + 1;
+                longest = l > longest ? l : longest;
+            }
+            len[i] = longest;
+        }
+        if (losspath_replay(lp, k, alloc, len, LP_RUN_STEPS, &res[order], &need[order]) != 0)
+            return -1;
+    }
+    *reserved = median_of_orders(res);
+    *needed = median_of_orders(need);
+    return 0;
+}
+
+int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
+                           struct loss_cost *out)
+{
+    if ((unsigned)lp >= LOSS_COUNT || (unsigned)k >= LP_CLASS_COUNT || (unsigned)alloc >= ALLOC_COUNT)
+        return -1;
+    out->allocated = (double)allocated_peak(lp, k) / 8.0;
+    for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++)
+        if (variable_run(lp, k, alloc, UINT32_C(1) << bk, &out->reserved[bk], &out->needed[bk]) != 0)
+            return -1;
+    return 0;
+}
+
+#ifndef LOSSPATH_GENERATOR
+/* The variable-length runs of every (path, class, allocator), replayed at build time by
+ * losspath_gen (engine/model/gen) with losspath_variable_cost above: variable_table[lp][k]
+ * [alloc][0 reserved, 1 needed][bucket]. A replay takes tens of milliseconds per
+ * combination, too long to repeat at every start; test_losspath checks the table against a
+ * fresh replay. */
+#include "losspath_variable.inc"
+#endif
 
 static void cost_of(enum loss_path lp, enum lp_class k, enum data_shape data, enum alloc_conf alloc,
                     struct loss_cost *out)
 {
     out->allocated = (double)allocated_peak(lp, k) / 8.0;
-    const bool packed = data == DATA_PACKED;
-    if (replay(lp, k, packed ? packed_steps : variable_steps,
-               packed ? sizeof packed_steps / sizeof packed_steps[0]
-                      : sizeof variable_steps / sizeof variable_steps[0], alloc, out) != 0)
-        out->reserved = out->needed = out->allocated; /* cannot happen with 128 blocks */
+    for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++) {
+        double *r = &out->reserved[bk], *nd = &out->needed[bk];
+        if (data == DATA_PACKED) {
+            if (losspath_replay(lp, k, alloc, packed_steps, 2, r, nd) != 0)
+                *r = *nd = out->allocated; /* the block array ran out: cannot happen */
+            continue;
+        }
+#ifndef LOSSPATH_GENERATOR
+        *r = variable_table[lp][k][alloc][0][bk];
+        *nd = variable_table[lp][k][alloc][1][bk];
+#else
+        *r = *nd = out->allocated; /* the generator asks for variable_run directly */
+#endif
+    }
+}
+
+unsigned losspath_batch_bucket(int32_t micro_batch)
+{
+    unsigned bk = 0;
+    while (bk + 1 < LP_BATCH_BUCKETS && micro_batch >= (INT32_C(2) << bk))
+        bk++;
+    return bk;
 }
 
 /* Every (path, element size, data shape, allocator) costs the same for every model: one
- * table, filled once before any sweep thread reads it. */
+ * table entry, filled the first time a configuration asks for it, under a lock so that
+ * sweep threads share it. */
 static struct loss_cost table[LOSS_COUNT][LP_CLASS_COUNT][DATA_COUNT][ALLOC_COUNT];
+static bool table_done[LOSS_COUNT][LP_CLASS_COUNT][DATA_COUNT][ALLOC_COUNT];
+static mtx_t table_lock;
 static once_flag table_once = ONCE_FLAG_INIT;
 
-static void fill_table(void)
+static void init_lock(void)
 {
-    for (int lp = 0; lp < LOSS_COUNT; lp++)
-        for (int k = 0; k < LP_CLASS_COUNT; k++)
-            for (int d = 0; d < DATA_COUNT; d++)
-                for (int a = 0; a < ALLOC_COUNT; a++)
-                    cost_of((enum loss_path)lp, (enum lp_class)k, (enum data_shape)d,
-                            (enum alloc_conf)a, &table[lp][k][d][a]);
+    mtx_init(&table_lock, mtx_plain);
 }
 
 void losspath_cost(enum loss_path lp, enum lp_class k, enum data_shape data, enum alloc_conf alloc,
                    struct loss_cost *out)
 {
-    call_once(&table_once, fill_table);
-    *out = table[(unsigned)lp < LOSS_COUNT ? lp : LOSS_HF][(unsigned)k < LP_CLASS_COUNT ? k : 0]
-                [(unsigned)data < DATA_COUNT ? data : 0][(unsigned)alloc < ALLOC_COUNT ? alloc : 0];
+    lp = (unsigned)lp < LOSS_COUNT ? lp : LOSS_HF;
+    k = (unsigned)k < LP_CLASS_COUNT ? k : LP_MIXED;
+    data = (unsigned)data < DATA_COUNT ? data : DATA_VARIABLE;
+    alloc = (unsigned)alloc < ALLOC_COUNT ? alloc : ALLOC_DEFAULT;
+    call_once(&table_once, init_lock);
+    mtx_lock(&table_lock);
+    if (!table_done[lp][k][data][alloc]) {
+        cost_of(lp, k, data, alloc, &table[lp][k][data][alloc]);
+        table_done[lp][k][data][alloc] = true;
+    }
+    *out = table[lp][k][data][alloc];
+    mtx_unlock(&table_lock);
 }

@@ -18,6 +18,7 @@
 #ifndef LLMEM_LOSSPATH_H
 #define LLMEM_LOSSPATH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "train.h"
@@ -42,22 +43,56 @@ const char *loss_path_name(enum loss_path lp);
  * models whose own code computes the loss ("qwen": Qwen v1 remote code). */
 enum loss_path losspath_select(const struct train_config *c, const char *model_type);
 
+/* The data shape the allocator sees: a loop that calls torch.cuda.empty_cache() after every
+ * step (feature empty-cache) starts each step on an empty cache, so no step finds segments
+ * cut by earlier, differently sized ones: the packed replay of one step. */
+enum data_shape losspath_data_shape(const struct train_config *c);
+
 /* Precision classes the sizes depend on: fp32; 16-bit weights without autocast (bf16-pure);
  * autocast mixed precision (fp16/bf16 with fp32 master weights). */
 enum lp_class { LP_MIXED, LP_HALF, LP_FP32, LP_CLASS_COUNT };
 enum lp_class losspath_class(enum precision p);
 
-/* What a loss path holds, in bytes per token and vocabulary entry. */
+/* Micro-batch buckets of the variable-length cost: 1, 2-3, 4-7, 8-15, 16-31, 32 and more
+ * (a bucket is replayed at its smallest micro-batch). */
+#define LP_BATCH_BUCKETS 6
+
+/* @return the bucket of micro_batch (values below 1 count as 1). */
+unsigned losspath_batch_bucket(int32_t micro_batch);
+
+/* What a loss path holds, in bytes per token and vocabulary entry of the longest step. */
 struct loss_cost {
-    double allocated; /* the allocated peak of the path's tensors */
-    double reserved;  /* what the caching allocator holds for them at the run's peak */
-    double needed;    /* the part of `reserved` it cannot release when memory runs short */
+    double allocated;                  /* the allocated peak of the path's tensors */
+    double reserved[LP_BATCH_BUCKETS]; /* what the caching allocator holds for them at the
+                                          run's peak, per micro-batch bucket */
+    double needed[LP_BATCH_BUCKETS];   /* the part of it a run cannot release when memory
+                                          runs short */
 };
 
 /* The cost of path lp in precision class k, batches of data shape `data` and allocator
- * configuration `alloc`. The allocator replay runs once per combination for the whole
- * process (thread-safe), not per call. */
+ * configuration `alloc`: the packed replay runs once per combination for the whole process
+ * (thread-safe), the variable-length one comes from the table built at compile time; never
+ * per sweep point. */
 void losspath_cost(enum loss_path lp, enum lp_class k, enum data_shape data, enum alloc_conf alloc,
                    struct loss_cost *out);
+
+/* The variable-length cost of path lp in class k under allocator `alloc`, replayed now (a
+ * run of 1000 steps over 128 data orders per micro-batch bucket: about a second);
+ * losspath_cost reads the same numbers from a table built with it at compile time.
+ * @return 0, or -1 for a bad argument or a replay that ran out of blocks. */
+int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
+                           struct loss_cost *out);
+
+/* Step lengths of losspath_replay are in 1/LP_LEN_UNIT of the longest step. */
+#define LP_LEN_UNIT 4096
+
+/* Replays path lp over steps of lengths len[0..n) (each 1 .. LP_LEN_UNIT) through the
+ * caching allocator model on a fresh allocator.
+ * @return 0 with *reserved (the peak reserved) and *needed (the most that could not be
+ *         released at any moment) in bytes per vocabulary entry and token of a step of
+ *         length LP_LEN_UNIT; -1 for a bad argument or when the replay's block array
+ *         (1024 blocks) runs out. */
+int losspath_replay(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
+                    const uint32_t *len, size_t n, double *reserved, double *needed);
 
 #endif

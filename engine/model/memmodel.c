@@ -200,7 +200,10 @@ static void resident_terms(const struct model_plan *p, const struct train_config
      * lm_head copy (and one block's during recomputation) exists. */
     const bool fp32_blocks = c->finetune == FT_FULL ||
                              ((c->features & FEAT_FP32_BASE) && c->quant == QUANT_NONE);
-    if (mixed(c) && fp32_blocks) { /* a rank computes with its own experts only */
+    /* FSDP2's MixedPrecisionPolicy casts each unit's parameters to param_dtype when it
+     * gathers them (counted as the gathered units) and runs no autocast: no extra copies.
+     * A rank computes with its own experts only. */
+    if (mixed(c) && fp32_blocks && !(c->features & FEAT_FSDP_MP)) {
         r->amp_all = (uint64_t)(((double)p->linear_w - (double)p->expert_p * ep_keep) / tpdiv) * 2;
         r->amp_one = (uint64_t)(((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) /
                                 tpdiv) * 2;
@@ -411,8 +414,10 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
 {
     const struct model_spec *m = &p->spec;
     const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
-    /* the residual stream has the dtype of the weights it starts from (the embedding) */
-    const bool fp32_weights = mixed(c) && (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));
+    /* the residual stream has the dtype of the weights it starts from (the embedding);
+     * under FSDP2's MixedPrecisionPolicy that is the gathered param_dtype copy */
+    const bool fp32_weights = mixed(c) && !(c->features & FEAT_FSDP_MP) &&
+                              (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));
     const uint64_t er = (c->precision == PREC_FP32 || fp32_weights) ? 4 : 2;
     const uint64_t h = (uint64_t)m->hidden, i = (uint64_t)p->inter_active;
     const uint64_t q = (uint64_t)(m->heads * m->head_dim), kv = (uint64_t)(m->kv_heads * m->head_dim);
@@ -458,11 +463,11 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
 {
     const uint32_t ea = c->precision == PREC_FP32 ? 4 : 2;
     struct loss_cost cost;
-    losspath_cost(losspath_select(c, p->spec.model_type), losspath_class(c->precision), c->data,
-                  c->alloc, &cost);
+    losspath_cost(losspath_select(c, p->spec.model_type), losspath_class(c->precision),
+                  losspath_data_shape(c), c->alloc, &cost);
     mp->logits_tok = cost.allocated;
-    mp->logits_res_tok = cost.reserved;
-    mp->logits_need_tok = cost.needed;
+    memcpy(mp->logits_res_tok, cost.reserved, sizeof mp->logits_res_tok);
+    memcpy(mp->logits_need_tok, cost.needed, sizeof mp->logits_need_tok);
     mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? 2 * ea : 0;
 }
 
@@ -492,6 +497,7 @@ void mem_options_for_gpu(const struct gpu_spec *g, bool paper, struct mem_option
     o->paper = paper;
     o->base_bytes = g ? g->context_bytes : 0;
     o->nccl_bytes = g ? g->nccl_bytes : NCCL_BYTES_DEFAULT;
+    o->capacity_bytes = g && g->memory_bytes > g->context_bytes ? g->memory_bytes - g->context_bytes : 0;
     blas_workspaces(g ? g->cublas_ws_bytes : CUBLAS_WS_DEFAULT, o);
 }
 
@@ -579,8 +585,9 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     uint64_t lg_res[PHASE_COUNT], lg_need[PHASE_COUNT];
     for (int ph = 0; ph < PHASE_COUNT; ph++)
         lg_res[ph] = lg_need[ph] = alloc_round(lg[ph]);
-    lg_res[PHASE_LOSS] = sat_scale(entries, mp->logits_res_tok);
-    lg_need[PHASE_LOSS] = sat_scale(entries, mp->logits_need_tok);
+    const unsigned bk = losspath_batch_bucket(c->micro_batch);
+    lg_res[PHASE_LOSS] = sat_scale(entries, mp->logits_res_tok[bk]);
+    lg_need[PHASE_LOSS] = sat_scale(entries, mp->logits_need_tok[bk]);
 
     const uint64_t base = opt->base_bytes + mp->nccl;
     uint64_t held = 0;
@@ -607,6 +614,17 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
             held = others + lg_need[ph];
             e->peak_phase = (enum mem_phase)ph;
         }
+    }
+    /* No more than the GPU holds is ever reserved: when cudaMalloc fails, the allocator
+     * releases every wholly free cached segment and retries (CCA malloc:
+     * release_cached_blocks), so stranded segments stop growing the reserved pool there
+     * (what the run cannot release, `held`, is the floor: beyond it the run fails). */
+    const uint64_t limit = opt->capacity_bytes > held ? opt->capacity_bytes : held;
+    if (opt->capacity_bytes && e->reserved > limit) {
+        e->reserved = limit;
+        for (int ph = 0; ph < PHASE_COUNT; ph++)
+            if (e->phase_reserved[ph] > e->reserved)
+                e->phase_reserved[ph] = e->reserved;
     }
     e->device = held + base + mp->paged;
     e->shown = e->reserved + base + mp->paged;

@@ -17,6 +17,7 @@
 
 #include "gpu.h"
 #include "llmem.h"
+#include "losspath.h"
 #include "plan.h"
 #include "train.h"
 
@@ -49,6 +50,8 @@ struct mem_options {
     uint64_t base_bytes; /* m_base: CUDA context and workspaces of the GPU */
     uint64_t nccl_bytes; /* NCCL buffers of one communicator per GPU (gpu.h), outside the allocator */
     uint64_t ws_alloc, ws_res; /* cuBLAS workspaces: allocated, and the segments they take */
+    uint64_t capacity_bytes;   /* what the caching allocator can reserve on the GPU (its
+                                  memory less the context); 0 = no limit */
 };
 
 /* The options of GPU g (NULL: no context, the default workspace and NCCL sizes of gpu.h):
@@ -69,8 +72,10 @@ struct mem_prepared {
     uint64_t tail_tok;       /* final norm and lm_head input per token */
     uint64_t bwd_tok;        /* backward working set of one block per token */
     double logits_tok;       /* per token and vocab entry at the loss peak (losspath.h) */
-    double logits_res_tok;   /* ... what the caching allocator reserves for them */
-    double logits_need_tok;  /* ... the part of that it cannot release when memory is short */
+    double logits_res_tok[LP_BATCH_BUCKETS];  /* ... what the caching allocator reserves for
+                                                 them, per micro-batch bucket */
+    double logits_need_tok[LP_BATCH_BUCKETS]; /* ... the part of that it cannot release when
+                                                 memory is short */
     uint64_t eval_logits_tok;/* per token and vocab entry in an evaluation pass */
     uint64_t comm_tok;       /* TP gather buffer per token */
     uint64_t nccl;           /* device-level NCCL buffers */

@@ -66,8 +66,12 @@ uint32_t stack_features(enum stack s)
     case STACK_TORCHTITAN: /* FSDP2 (fully_shard per block, the root kept gathered); AdamW with
                               optimizer.fused = False by default (torchtitan 9dec370
                               components/optimizer); its loss, cross_entropy(pred.float()) after
-                              which train.py does `del pred` before backward, is the hf path */
-        return FEAT_FSDP;
+                              which train.py does `del pred` before backward, is the hf path.
+                              Mixed precision is FSDP2's MixedPrecisionPolicy(param_dtype,
+                              reduce_dtype) (parallelisms/parallelize_llama.py:320 at 9dec370),
+                              not autocast: train.py's train_context (utils.py
+                              get_train_context :196) enters no torch.autocast */
+        return FEAT_FSDP | FEAT_FSDP_MP;
     case STACK_COLOSSAL:  /* LLMem's own stack: Gemini chunks, full gather under ADP */
     default:
         return 0;

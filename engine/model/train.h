@@ -52,6 +52,8 @@ enum feature {
     FEAT_QUANT_HEAD = 1u << 16,  /* a quantized base includes the lm_head */
     FEAT_LOGITS_KEPT = 1u << 17, /* the loop holds its fp32 logits through backward */
     FEAT_TRITON_ATTN = 1u << 18, /* the Triton FlashAttention kernel (llm-foundry triton) */
+    FEAT_EMPTY_CACHE = 1u << 19, /* the loop calls torch.cuda.empty_cache() after every step */
+    FEAT_FSDP_MP = 1u << 20,     /* mixed precision by FSDP2's MixedPrecisionPolicy, no autocast */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */

@@ -20,13 +20,13 @@ line = [l for l in open(sys.argv[2]) if l.startswith("all ")][-1].split()
 print(f"coverage {inside}/{len(rows)} = {100 * inside / len(rows):.1f} %; validate: {line}")
 sys.exit(0 if int(line[1]) == len(rows) and int(line[3]) == inside else 1)
 PY
-# coverage over all rows with a band: DESIGN.md asks for 90 %; the repo's data gives 86.4 %
-# (README "Error band": the SWB rows lie beyond every other source). This floor catches a
-# regression of the bands; raise it when the model or the data move the coverage up.
-python3 - "$TMP/report.txt" <<'PY' || fail "band coverage fell below 80 %"
+# coverage over all rows with a band: DESIGN.md asks for 90 %; the repo's data gives 88.5 %
+# (116 of 131, README "Error band"). This floor catches a regression of the bands; raise it
+# when the model or the data move the coverage up.
+python3 - "$TMP/report.txt" <<'PY' || fail "band coverage fell below 88 %"
 import sys
 line = [l for l in open(sys.argv[1]) if l.startswith("all ")][-1].split()
-sys.exit(0 if int(line[1]) >= 50 and int(line[3]) >= 0.8 * int(line[1]) else 1)
+sys.exit(0 if int(line[1]) >= 50 and int(line[3]) >= 0.88 * int(line[1]) else 1)
 PY
 # --margin: one configuration, a budget between its point prediction and its band's upper
 # end (from explain): only --margin 0 fits it, and exit 1 says so

@@ -31,8 +31,8 @@ grep -qx 'grade A/B rows off by more than 30 %: none' "$TMP/report.txt" \
   || fail "a grade A/B row is off by more than 30 %: $(grep 'more than 30' "$TMP/report.txt")"
 grep 'inconsistent: below' "$TMP/v.csv" | grep -q '"LGCH","meta-llama/Llama-3.2-3B",allocated,15.376,[0-9.]*,[0-9.]*,' \
   || fail "inconsistent rows keep their prediction and error in the CSV"
-# public-2.csv (issue 12): runs and prints; no accuracy bound yet. Every row is predicted or
-# skipped with its reason, and the Qwen v1 rows (SWB) are predicted.
+# public-2.csv (issue 12): every row is predicted or skipped with its reason, and the Qwen v1
+# rows (SWB) are predicted.
 "$BIN" validate --measured "$PROJECT/datasets/measured/public-2.csv" --out "$TMP/v2.csv" \
   > "$TMP/report2.txt" || fail "validate on public-2.csv failed"
 grep -A 8 '^source ' "$TMP/report2.txt"
@@ -43,4 +43,16 @@ grep -q '^SWB  *[0-9][0-9]*  *0 ' "$TMP/report2.txt" || fail "SWB rows skipped: 
 grep -q '"TT","meta-llama/Llama-3.1-8B",reserved,76.800,,,"skipped: float8 linears are not modelled' \
   "$TMP/v2.csv" || fail "TT-03 not skipped for float8 linears"
 grep -q '^TT  *4  *14 ' "$TMP/report2.txt" || fail "the four bf16 torchtitan rows (selective AC) must be predicted"
+# issue 12 item 4, over every measured memory row in the repo: the median |error| (6.7 % on
+# 2026-11-24; the issue asks 5 %) and the grade A/B rows predicted more than 10 % below their
+# measurement (21; the issue asks none) may not grow. README "Validation" lists both.
+ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-7}
+"$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
+  --measured "$PROJECT/datasets/measured/salisbury-table1.csv" \
+  --measured "$PROJECT/datasets/measured/public-2.csv" --summary --fail-above "$ALL_BOUND" \
+  > "$TMP/all.txt" || fail "median error over every measured row above $ALL_BOUND %"
+grep -Eq '^all +131 ' "$TMP/all.txt" || fail "131 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
+below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.txt")
+[ -n "$below" ] && [ "$below" -le 21 ] || fail "grade A/B rows more than 10 % below: $below (at most 21)"
+grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6 %: $(grep '^SWB ' "$TMP/all.txt")"
 finish
