@@ -143,9 +143,11 @@ static void zero3_gather(const struct model_plan *p, const struct train_config *
  *    boundary), the rank's partition under stage 2 (`averaged_gradients`, 2/dp); at the
  *    step the partition's gradients are flattened and cast to fp32 (4/dp, `step`:
  *    single_grad_partition ... .to(fp32)). backward() allocates `ipg_buffer`,
- *    reduce_bucket_size elements in the module dtype (a second one with overlap_comm,
- *    off by default below stage 3); the HF Trainer sets reduce_bucket_size "auto" to
- *    hidden x hidden (transformers integrations/deepspeed.py trainer_config_finalize).
+ *    reduce_bucket_size elements in the module dtype, and a second one with overlap_comm
+ *    (transformers docs/source/en/deepspeed.md's ZeRO-2 and ZeRO-3 examples set it true,
+ *    and the speed model overlaps the reduce-scatters with backward accordingly); the HF
+ *    Trainer sets reduce_bucket_size "auto" to hidden x hidden (integrations/deepspeed.py
+ *    trainer_config_finalize).
  *    FSDP SHARD_GRAD_OP holds the same bytes in forward and backward: fp32 shards (4/dp)
  *    and the unsharded 16-bit parameters kept from forward through backward (2).
  *  - pp (Megatron-LM, docs/source/api-guide/dist_optimizer.md): bf16 parameters (2), the
@@ -176,7 +178,7 @@ static void master_in_optimizer(const struct model_plan *p, const struct train_c
         r->tmp = (uint64_t)(trained * (mixed_p ? 4.0 : 0.0) / dp);
         if (c->optimizer == OPT_ADAMW && !(c->features & FEAT_FUSED_OPT))
             r->tmp += (uint64_t)(trained * (mixed_p ? 4.0 : module) / dp); /* foreach sqrt */
-        r->bucket = (uint64_t)(hidden2 * module);
+        r->bucket = (uint64_t)(2.0 * hidden2 * module);
         break;
     case METHOD_PP:
         r->g = (uint64_t)(trained * (mixed_p ? 4.0 : module));
