@@ -23,7 +23,9 @@ const char *const report_csv_columns[] = {
     /* appended: 1 when within the speed model's error of the recipe's fastest */
     "speed_within_error",
     /* appended: the expert-parallel degree (1 for dense models) */
-    "ep", NULL,
+    "ep",
+    /* appended: pipeline stages, micro-batches a pipelined step, offload, host memory a GPU */
+    "pp", "pp_microbatches", "offload", "host_gib", NULL,
 };
 
 static int field(FILE *f, const char *s, bool last)
@@ -52,10 +54,12 @@ static int write_row(FILE *f, const struct report_row *r)
     for (int t = 0; t < TERM_COUNT; t++)
         rc |= fprintf(f, "%.3f,", r->term_gib[t]) < 0;
     rc |= field(f, r->rule, false);
-    rc |= fprintf(f, "%.6f,%.3f,%.1f,%d,%" PRIu64 ",%.17g,%" PRIu64 ",%.3f,%.3f,%.3f,%d,%d\n",
+    rc |= fprintf(f, "%.6f,%.3f,%.1f,%d,%" PRIu64 ",%.17g,%" PRIu64 ",%.3f,%.3f,%.3f,%d,%d,",
                   r->step_time_s, r->samples_per_s, r->tokens_per_s, r->fits ? 1 : 0, r->index,
                   r->score, r->peak_bytes, r->allocated_gib, r->reserved_gib, r->peak_hi_gib,
                   r->speed_tie ? 1 : 0, train_ep(c)) < 0;
+    rc |= fprintf(f, "%d,%d,%s,%.3f\n", train_pp(c), train_microbatches(c), offload_name(c->offload),
+                  r->host_gib) < 0;
     return rc ? -1 : 0;
 }
 
@@ -167,6 +171,10 @@ static int read_row(struct cursor *c, struct report_row *r)
     r->peak_hi_gib = number(c);
     r->speed_tie = integer(c, 0, 1) == 1;
     k->ep = (int32_t)integer(c, 1, 4096);
+    k->pp = (int32_t)integer(c, 1, 4096);
+    k->microbatches = (int32_t)integer(c, 1, 65536);
+    k->offload = (enum offload_mode)named(c, offload_parse);
+    r->host_gib = number(c);
     return c->failed ? -1 : 0;
 }
 

@@ -110,6 +110,16 @@ static void print_axes_args(FILE *f, const struct options *opt)
         fputs(" --tp ", f);
         print_ints(f, &opt->tp, ",");
     }
+    if (opt->pp.n) {
+        fputs(" --pp ", f);
+        print_ints(f, &opt->pp, ",");
+    }
+    if (opt->pp_microbatches > 0)
+        fprintf(f, " --pp-microbatches %d", opt->pp_microbatches);
+    if (opt->offload == OFFLOAD_PARAMS)
+        fputs(" --offload params", f);
+    if (opt->gpus_per_node > 0)
+        fprintf(f, " --gpus-per-node %d", opt->gpus_per_node);
     fputs(" --batch ", f);
     print_ints(f, &opt->batch, ",");
     fputs(" --seq ", f);

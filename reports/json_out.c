@@ -56,6 +56,10 @@ static json_t *row_json(const struct report_row *r)
     json_object_set_new(o, "peak_hi_gib", rounded(r->peak_hi_gib, 1e3));
     json_object_set_new(o, "speed_within_error", json_integer(r->speed_tie ? 1 : 0));
     json_object_set_new(o, "ep", json_integer(train_ep(c)));
+    json_object_set_new(o, "pp", json_integer(train_pp(c)));
+    json_object_set_new(o, "pp_microbatches", json_integer(train_microbatches(c)));
+    json_object_set_new(o, "offload", json_string(offload_name(c->offload)));
+    json_object_set_new(o, "host_gib", rounded(r->host_gib, 1e3));
     return o;
 }
 

@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include <errno.h>
+#include <math.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ void report_row_from_point(struct report_row *row, const struct sweep *s,
     memset(row, 0, sizeof *row);
     snprintf(row->model, sizeof row->model, "%s", s->models[pt->model].spec.name);
     row->cfg = pt->cfg;
-    row->global_batch = (int64_t)pt->cfg.micro_batch * pt->cfg.dp;
+    row->global_batch = (int64_t)pt->cfg.micro_batch * pt->cfg.dp * train_microbatches(&pt->cfg);
     row->peak_bytes = pt->peak;
     row->peak_gib = units_gib(pt->peak);
     row->budget_gib = units_gib(s->budget);
@@ -36,6 +37,7 @@ void report_row_from_point(struct report_row *row, const struct sweep *s,
     row->allocated_gib = units_gib(e->allocated);
     row->reserved_gib = units_gib(e->reserved);
     row->peak_hi_gib = units_gib(pt->peak_hi);
+    row->host_gib = units_gib(e->host);
 }
 
 static void fill_meta(struct report_meta *m, const struct sweep *s, const char *gpu_note)
@@ -103,6 +105,13 @@ static int recipe_ptr_cmp(const void *a, const void *b)
     return d ? d : (x > y) - (x < y);
 }
 
+/* tokens/s as the ranked CSV prints it (%.1f): a merge of shard CSVs sees only that, so
+ * a single run compares the same numbers and marks the same ties. */
+static double csv_tokens(const struct report_row *r)
+{
+    return round(r->tokens_per_s * 10.0) / 10.0;
+}
+
 /* The fitting rows sorted by recipe, then each recipe's fastest against the others. */
 void report_mark_ties(struct report *r)
 {
@@ -120,10 +129,10 @@ void report_mark_ties(struct report *r)
     for (size_t lo = 0, hi; lo < n; lo = hi) {
         struct report_row *best = fit[lo];
         for (hi = lo + 1; hi < n && !recipe_cmp(fit[hi], fit[lo]); hi++)
-            if (fit[hi]->tokens_per_s > best->tokens_per_s)
+            if (csv_tokens(fit[hi]) > csv_tokens(best))
                 best = fit[hi];
         for (size_t k = lo; k < hi; k++)
-            if (fit[k] != best && fit[k]->tokens_per_s >= best->tokens_per_s * keep)
+            if (fit[k] != best && csv_tokens(fit[k]) >= csv_tokens(best) * keep)
                 fit[k]->speed_tie = best->speed_tie = true;
     }
     free(fit);

@@ -36,6 +36,9 @@ struct report_row {
     /* the fastest fitting layout of the row's recipe and this one differ by less than the
      * speed model's own error (SPEED_ERROR_PCT): no winner between them */
     bool speed_tie;
+    /* methods beyond LLMem: pipeline stages and micro-batches a step (cfg.pp,
+     * cfg.microbatches), what offload keeps in host memory (cfg.offload) and how much */
+    double host_gib;
 };
 
 struct report_meta {

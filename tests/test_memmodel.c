@@ -349,6 +349,8 @@ static void test_floor_below_prediction(void **state)
                         c.precision = (enum precision)pr, c.grad_ckpt = ck, c.micro_batch = b;
                         c.gpus = m == METHOD_SINGLE ? 1 : 2;
                         c.tp = m == METHOD_TP ? 2 : 1, c.dp = c.gpus / c.tp;
+                        c.pp = m == METHOD_PP ? 2 : 1, c.dp /= c.pp, c.microbatches = 8;
+                        c.offload = m == METHOD_OFFLOAD ? OFFLOAD_OPTIMIZER : OFFLOAD_NONE;
                         c.quant = ft == FT_QLORA ? QUANT_NF4 : QUANT_NONE;
                         c.lora_r = ft == FT_FULL ? 0 : 8;
                         c.lora_targets = ft == FT_FULL ? 0 : TARGETS_ALL;
@@ -358,6 +360,84 @@ static void test_floor_below_prediction(void **state)
                         predict(&c, &e);
                         assert_true(memmodel_floor(&plan, &c, true, &at) <= e.allocated);
                     }
+}
+
+/* DeepSpeed ZeRO-1 / ZeRO-2, bf16 mixed, full, foreach AdamW on 4 GPUs (P = 202048), at the
+ * optimizer step: the bf16 module 2P whole; gradients in bf16, whole (stage 1, 2P) or the
+ * rank's partition (stage 2, 2P/4); the fp32 master and two states 12P/4, the fp32 copy
+ * of the gradient partition and foreach's sqrt temporary 4P/4 each: 5P; two ipg buffers
+ * (overlap_comm) of hidden x hidden bf16 elements. No autocast copies: the module is already bf16. */
+static void test_zero12(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.method = METHOD_ZERO1, c.gpus = c.dp = 4, c.precision = PREC_BF16;
+    struct mem_estimate e;
+    predict(&c, &e);
+    const uint64_t *ph = e.phase[PHASE_OPTIMIZER];
+    assert_int_equal(ph[TERM_PARAMS], 2 * 202048);
+    assert_int_equal(ph[TERM_GRADS], 2 * 202048);
+    assert_int_equal(ph[TERM_OPTIMIZER], 5 * 202048);
+    assert_int_equal(ph[TERM_COMM], 2 * 64 * 64 * 2);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS] > 0, 1);
+    assert_int_equal(e.host, 0);
+    c.method = METHOD_ZERO2;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_GRADS], 2 * 202048 / 4);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 5 * 202048);
+}
+
+/* ZeRO-3 offload on 4 GPUs, bf16 mixed, full: the GPU keeps its bf16 partition (2P/4) and
+ * no optimizer state or gradient partition; the host keeps the fp32 master, two states
+ * and the fp32 gradient partition, 16P/4 = 4P a GPU; --offload params moves the bf16
+ * partition there too. */
+static void test_offload(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.method = METHOD_OFFLOAD, c.offload = OFFLOAD_OPTIMIZER, c.gpus = c.dp = 4;
+    c.precision = PREC_BF16, c.features = FEAT_FSDP;
+    struct mem_estimate e;
+    predict(&c, &e);
+    const uint64_t *ph = e.phase[PHASE_OPTIMIZER];
+    assert_int_equal(ph[TERM_PARAMS], 2 * 202048 / 4);
+    assert_int_equal(ph[TERM_GRADS], 0);
+    assert_int_equal(ph[TERM_OPTIMIZER], 0);
+    assert_int_equal(e.host, 4 * 202048);
+    c.offload = OFFLOAD_PARAMS;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 0);
+    assert_int_equal(e.host, 4 * 202048 + 2 * 202048 / 4);
+}
+
+/* A 2-stage pipeline of the 2-block tiny model, bf16-pure, 8 micro-batches: each stage one
+ * block and its end of the model (embedding 64000 first, lm_head 64000 last: 100992
+ * parameters each, half of P up to rounding). The first stage holds min(pp, m) = 2
+ * micro-batches of its block's activations and no lm_head input; the last stage one
+ * micro-batch of one block plus the tail; both keep the p2p buffers (2 x 2h per token). */
+static void test_pipeline(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_options o = {.paper = false, .base_bytes = 1 << 20};
+    struct mem_prepared one;
+    memmodel_prepare(&plan, &c, &o, &one); /* single GPU: the per-block coefficients */
+    c.method = METHOD_PP, c.gpus = c.pp = 2, c.microbatches = 8;
+    struct mem_estimate e;
+    predict(&c, &e);
+    const uint64_t t = 2 * 8;
+    const uint64_t *fwd = e.phase[PHASE_FORWARD], *loss = e.phase[PHASE_LOSS];
+    assert_int_equal(fwd[TERM_ACTIVATIONS], 2 * t * one.layer_tok);
+    assert_int_equal(loss[TERM_ACTIVATIONS], t * one.layer_tok + t * one.tail_tok);
+    assert_int_equal(fwd[TERM_COMM], t * 2 * 2 * 64);
+    /* bf16-pure: 2 bytes weights, 2 grads (Megatron's buffer, every phase), 4 states */
+    assert_in_range(fwd[TERM_PARAMS], 2 * 100992 - 1, 2 * 100992);
+    assert_in_range(fwd[TERM_GRADS], 2 * 100992 - 1, 2 * 100992);
+    assert_in_range(loss[TERM_OPTIMIZER], 4 * 100992 - 1, 4 * 100992);
+    /* fewer micro-batches than stages: the first stage holds only m of them */
+    c.microbatches = 1;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], t * one.layer_tok);
 }
 
 /* The peak is the maximum over phases, and device = reserved + base (+ NCCL on 2+ GPUs). */
@@ -406,6 +486,9 @@ int main(void)
         cmocka_unit_test(test_floor_below_prediction),
         cmocka_unit_test(test_peak_is_max_phase),
         cmocka_unit_test(test_monotone),
+        cmocka_unit_test(test_zero12),
+        cmocka_unit_test(test_offload),
+        cmocka_unit_test(test_pipeline),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

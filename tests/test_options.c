@@ -227,7 +227,7 @@ static void test_default_axes(void **state)
 {
     (void)state;
     struct options *o = new_options();
-    char buf[64];
+    char buf[160];
     assert_int_equal(parse_line("--gpus 2 --batch 8", OPTIONS_SWEEP, o, buf, sizeof buf), 0);
     options_default_axes(o);
     assert_int_equal(o->nmethods, METHOD_COUNT);
@@ -254,7 +254,26 @@ static void test_default_axes(void **state)
     assert_true(o->ckpts[0]);
     assert_int_equal(o->noptimizers, 1);
     assert_int_equal(o->optimizers[0], OPT_ADAMW);
-    assert_list(&o->gpus, (const int32_t[]){1, 2, 4, 8}, 4);
+    assert_list(&o->gpus, (const int32_t[]){1, 2, 4, 8, 16, 32, 64}, 7);
+    assert_int_equal(o->nmethods, METHOD_ZERO1); /* LLMem's five */
+    free(o);
+
+    /* the methods beyond LLMem and their options */
+    o = new_options();
+    assert_int_equal(parse_line("--methods zero1,zero2,pp,offload --pp 2,4 --offload params "
+                                "--pp-microbatches 16", OPTIONS_SWEEP, o, buf, sizeof buf), 0);
+    assert_int_equal(o->nmethods, 4);
+    assert_int_equal(o->methods[0], METHOD_ZERO1);
+    assert_int_equal(o->methods[3], METHOD_OFFLOAD);
+    assert_list(&o->pp, (const int32_t[]){2, 4}, 2);
+    assert_int_equal(o->offload, OFFLOAD_PARAMS);
+    assert_int_equal(o->pp_microbatches, 16);
+    free(o);
+    o = new_options();
+    assert_int_equal(parse_line("--offload none", OPTIONS_SWEEP, o, buf, sizeof buf), EXIT_USAGE);
+    free(o);
+    o = new_options();
+    assert_int_equal(parse_line("--pp 1", OPTIONS_SWEEP, o, buf, sizeof buf), EXIT_USAGE);
     free(o);
 }
 

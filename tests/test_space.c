@@ -90,7 +90,7 @@ static void check_valid(const struct space *s, const struct model_plan *const *p
         const struct space_outer *so = &s->outer[i];
         const struct train_config *c = &so->cfg;
         const struct model_spec *m = &plans[so->model]->spec;
-        assert_int_equal(c->dp * c->tp, c->gpus);
+        assert_int_equal(c->dp * c->tp * train_pp(c), c->gpus);
         assert_null(train_tp_check(c, m));
         switch (c->method) {
         case METHOD_SINGLE:
@@ -108,6 +108,19 @@ static void check_valid(const struct space *s, const struct model_plan *const *p
         case METHOD_DPTP:
             assert_true(c->dp > 1);
             assert_true(c->tp > 1);
+            break;
+        case METHOD_ZERO1:
+        case METHOD_ZERO2:
+            assert_int_equal(c->tp, 1);
+            assert_true(c->gpus > 1);
+            break;
+        case METHOD_PP:
+            assert_true(c->pp > 1);
+            assert_true(c->pp <= m->layers);
+            break;
+        case METHOD_OFFLOAD:
+            assert_int_equal(c->tp, 1);
+            assert_int_not_equal(c->offload, OFFLOAD_NONE);
             break;
         default:
             fail_msg("unknown method %d", (int)c->method);
@@ -294,6 +307,61 @@ static void test_decode_round_trip(void **state)
     free(o);
 }
 
+/* The methods beyond LLMem on Qwen2.5-0.5B (24 layers, heads 14, kv 2), GPUs 1, 2, 8, 16:
+ *   zero1, zero2: 2, 8, 16 GPUs (tp 1)                             3 + 3
+ *   offload: every count (ZeRO-Offload runs on one GPU)            4
+ *   pp on 2: pp 2 x tp 1                                           1
+ *   pp on 8: pp 2 (tp 1, 2; 4 does not divide kv 2), 4 (tp 1, 2),
+ *            8 (tp 1)                                              5
+ *   pp on 16: pp 2 (tp 1, 2), 4 (tp 1, 2), 8 (tp 1, 2), 16 (tp 1)  7
+ *   total                                                         23
+ * with 4 x pp micro-batches a step unless --pp-microbatches says. */
+static void test_beyond_llmem_layouts(void **state)
+{
+    struct fixture *f = *state;
+    struct options o;
+    char buf[512];
+    const struct model_plan *plans[] = {&f->qwen};
+    options_from("--methods zero1,zero2,pp,offload --gpus 1,2,8,16 " ONE_TUNING, &o, buf, sizeof buf);
+    struct space s = build(&o, plans, 1);
+    check_valid(&s, plans);
+    assert_int_equal(count_method(&s, METHOD_ZERO1), 3);
+    assert_int_equal(count_method(&s, METHOD_ZERO2), 3);
+    assert_int_equal(count_method(&s, METHOD_OFFLOAD), 4);
+    assert_int_equal(count_method(&s, METHOD_PP), 13);
+    assert_int_equal(s.nouter, 23);
+    for (size_t i = 0; i < s.nouter; i++)
+        if (s.outer[i].cfg.method == METHOD_PP)
+            assert_int_equal(s.outer[i].cfg.microbatches, 4 * s.outer[i].cfg.pp);
+    space_free(&s);
+    /* --pp and --tp narrow the grid; --pp-microbatches sets m */
+    options_from("--methods pp --gpus 16 --pp 4 --tp 2 --pp-microbatches 6 " ONE_TUNING, &o, buf, sizeof buf);
+    s = build(&o, plans, 1);
+    assert_int_equal(s.nouter, 1);
+    assert_int_equal(s.outer[0].cfg.pp, 4);
+    assert_int_equal(s.outer[0].cfg.tp, 2);
+    assert_int_equal(s.outer[0].cfg.dp, 2);
+    assert_int_equal(s.outer[0].cfg.microbatches, 6);
+    space_free(&s);
+}
+
+/* An empty space says why, per method and GPU count. */
+static void test_empty_reason(void **state)
+{
+    struct fixture *f = *state;
+    struct options o;
+    char buf[512], why[512];
+    const struct model_plan *plans[] = {&f->qwen};
+    options_from("--methods tp,pp --gpus 16 --pp 32 " ONE_TUNING, &o, buf, sizeof buf);
+    struct space s = build(&o, plans, 1);
+    assert_int_equal(s.nouter, 0);
+    space_why_empty(&o, &f->qwen, why, sizeof why);
+    assert_string_equal(why, "tp on 16 GPU(s): tp must divide the attention heads and the KV heads "
+                             "(Megatron-style TP splits heads; only --stack colossal splits weights "
+                             "without regard to heads); pp on 16 GPU(s): pp exceeds the layer count");
+    space_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -302,6 +370,8 @@ int main(void)
         cmocka_unit_test(test_tp_axis),
         cmocka_unit_test(test_tuning_axes),
         cmocka_unit_test(test_decode_round_trip),
+        cmocka_unit_test(test_beyond_llmem_layouts),
+        cmocka_unit_test(test_empty_reason),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

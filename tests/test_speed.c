@@ -167,17 +167,89 @@ static void test_nodes(void **state)
     struct speed_prepared sp;
     speed_prepare(&plan, &c, &gpu, &sp);
     double bytes = 202048.0 * 2.0;
+    /* one node: 3 ring collectives a unit, 9 in all, 7 NVLink hops each */
     double one = 3.0 * bytes * 7.0 / 8.0 / (100e9 * 0.7) + 9.0 * (8.4e-6 + 7.0 * 3.4e-6);
     assert_float_equal(sp.comm_fixed_s, one, 1e-12);
     assert_float_equal(sp.comm_first_s, one / 3.0, 1e-12);
+    /* two nodes of 8: the node's 8 NICs carry the ring (min(100, 8 x 10) GB/s); of the 15
+     * hops one crosses the network (NCCL tuning.cc: 14 us) */
     c.gpus = c.dp = 16;
     speed_prepare(&plan, &c, &gpu, &sp);
-    double two = 3.0 * bytes * 15.0 / 16.0 / (80e9 * 0.7) + 9.0 * (8.4e-6 + 15.0 * 9.6e-6);
+    double two = 3.0 * bytes * 15.0 / 16.0 / (80e9 * 0.7) + 9.0 * (8.4e-6 + 14.0 * 3.4e-6 + 14e-6);
     assert_float_equal(sp.comm_fixed_s, two, 1e-12);
     gpu.gpus_per_node = 16; /* one node again */
     speed_prepare(&plan, &c, &gpu, &sp);
     assert_true(sp.comm_fixed_s < two);
     gpu.gpus_per_node = 8;
+}
+
+/* Hierarchical groups: with tp 8 filling a node, each DP group has one rank a node and one
+ * NIC (10 GB/s), not the node's eight; DDP's all-reduce over 4 nodes takes NCCL's tree
+ * when it is faster than the ring (latency 8.4 + 2 (7 x 4.0 + log2(4) x 14) us against the
+ * ring's 8.4 + 2 (31 - 3) 3.4 + 2 x 3 x 14). */
+static void test_hierarchy(void **state)
+{
+    (void)state;
+    struct train_config c = full_bf16();
+    struct speed_prepared sp;
+    c.method = METHOD_DPTP, c.gpus = 16, c.tp = 8, c.dp = 2;
+    plan.spec.heads = 8, plan.spec.kv_heads = 8; /* only the layout check reads these */
+    speed_prepare(&plan, &c, &gpu, &sp);
+    double bytes = 202048.0 * 2.0 / 8.0;
+    double dp = 3.0 * bytes * 0.5 / (10e9 * 0.7) + 9.0 * (8.4e-6 + 14e-6);
+    assert_float_equal(sp.comm_fixed_s, dp, 1e-12);
+    plan.spec.heads = 4, plan.spec.kv_heads = 2;
+    /* a tiny all-reduce over 32 GPUs (4 nodes): latency-bound, the tree wins */
+    c = full_bf16();
+    c.method = METHOD_CDP, c.gpus = c.dp = 32;
+    speed_prepare(&plan, &c, &gpu, &sp);
+    double grad = 202048.0 * 2.0, data = 2.0 * grad * 31.0 / 32.0;
+    double ring = data / (80e9 * 0.7) + 8.4e-6 + (62.0 - 6.0) * 3.4e-6 + 6.0 * 14e-6;
+    double tree = data / (80e9 * 0.7 * 0.92) + 8.4e-6 + 2.0 * (7.0 * 4.0e-6 + 2.0 * 14e-6);
+    assert_true(tree < ring);
+    assert_float_equal(sp.comm_fixed_s, tree, 1e-12);
+}
+
+/* 1F1B: 8 micro-batches over 4 stages take 11 slots of a quarter of a micro-batch's work;
+ * the bubble is 3 of them, and a step carries 8 micro-batches of every DP rank. */
+static void test_pipeline_bubble(void **state)
+{
+    (void)state;
+    struct speed_prepared sp;
+    memset(&sp, 0, sizeof sp);
+    sp.matmul_rate = sp.bw = sp.attn_rate = 1e12;
+    sp.elem_bytes_tok = 1e6; /* 1 us a token */
+    sp.pp = 4, sp.pp_micro = 8;
+    speed_fold(&sp);
+    struct train_config c = full_bf16();
+    c.method = METHOD_PP, c.pp = 4, c.microbatches = 8, c.dp = 2, c.gpus = 8;
+    c.micro_batch = 2, c.seq_len = 512;
+    struct speed_estimate s;
+    speed_eval(&c, &sp, &s);
+    const double mb = 1024 * 1e-6;
+    assert_float_equal(s.step_time_s, mb / 4.0 * 11.0, 1e-12);
+    assert_float_equal(s.bubble_s, mb / 4.0 * 3.0, 1e-12);
+    assert_float_equal(s.tokens_per_s, 2.0 * 2.0 * 8.0 * 512.0 / (mb / 4.0 * 11.0), 1e-3);
+}
+
+/* Offload: the optimizer step leaves the GPU; the CPU step (30 bytes a parameter at 0.8 of
+ * the node's DRAM, shared by its GPUs) and the 16-bit upload over PCIe are exposed. */
+static void test_offload(void **state)
+{
+    (void)state;
+    struct train_config c = full_bf16();
+    c.method = METHOD_OFFLOAD, c.offload = OFFLOAD_OPTIMIZER, c.gpus = c.dp = 2;
+    gpu.pcie_gbs = 10, gpu.host_mem_gbs = 100;
+    struct speed_prepared sp;
+    speed_prepare(&plan, &c, &gpu, &sp);
+    const double share = 202048.0 / 2.0;
+    assert_float_equal(sp.comm_post_s, share * 2.0 / 8e9 + share * 30.0 / (80e9 / 2.0), 1e-12);
+    struct speed_prepared adp;
+    c.method = METHOD_ADP, c.offload = OFFLOAD_NONE;
+    speed_prepare(&plan, &c, &gpu, &adp);
+    assert_true(sp.fixed_s < adp.fixed_s); /* no optimizer step on the GPU */
+    assert_float_equal(sp.comm_fixed_s, adp.comm_fixed_s + share * 2.0 / 8e9, 1e-12);
+    gpu.pcie_gbs = gpu.host_mem_gbs = 0;
 }
 
 /* FlashAttention's efficiency rises with the sequence: at s = s_half it runs at half its
@@ -225,6 +297,8 @@ int main(void)
         cmocka_unit_test(test_gemm_classes),     cmocka_unit_test(test_selective_recompute),
         cmocka_unit_test(test_eval_by_hand),     cmocka_unit_test(test_overlap),
         cmocka_unit_test(test_nodes),            cmocka_unit_test(test_attention_efficiency),
+        cmocka_unit_test(test_hierarchy),        cmocka_unit_test(test_pipeline_bubble),
+        cmocka_unit_test(test_offload),
         cmocka_unit_test(test_gpu_efficiency),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

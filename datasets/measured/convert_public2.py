@@ -36,6 +36,8 @@ OUT_HEADER = [
     # extension columns: those of public.csv, then data and alloc_conf (README.md)
     "id", "grade", "stack", "features", "attention", "seq_kind", "data", "alloc_conf",
     "tokens_per_s_gpu", "notes",
+    # pipeline stages and micro-batches of a pipelined step (method pp), empty otherwise
+    "pp", "pp_microbatches",
 ]
 
 # Canonical order of feature flags; the last four make a row unrepresentable.
@@ -59,8 +61,17 @@ METHOD_MAP = {
     "adp": ("adp", ["fsdp"]),
     "adp+cp": ("adp", ["fsdp", "context-parallel"]),
     "adp+tp": ("dp+tp", ["fsdp"]),
-    "adp+tp+pp": ("dp+tp", ["fsdp", "pipeline-parallel"]),
-    "adp+tp+pp+cp": ("dp+tp", ["fsdp", "pipeline-parallel", "context-parallel"]),
+    "adp+tp+pp": ("pp", ["fsdp"]),
+    "adp+tp+pp+cp": ("pp", ["fsdp", "context-parallel"]),
+}
+
+# Pipelined rows: id -> (stages, micro-batches a step). torchtitan's 1F1B runs
+# n_microbatches = the number of stages unless configured (the input notes: "torchtitan
+# default = number of stages, so 8 microbatches of 4 for 1F1B"); the row's micro_batch is
+# the local batch per DP rank, so the pipeline micro-batch is local / n_microbatches.
+PIPELINES = {
+    "TT-13": (8, 8), "TT-14": (8, 8), "TT-15": (8, 8), "TT-16": (8, 8), "TT-17": (8, 8),
+    "TT-18": (8, 8),
 }
 
 # precision -> (precision, features)
@@ -233,15 +244,25 @@ def convert_row(row):
         attention, seq_kind, data = "sdpa", "exact", "packed"
         notes += parts[1:]
     tp = parse_int(row["tp"], rid, "tp")
-    if (method == "dp+tp") != (tp != "1"):
+    if method != "pp" and (method == "dp+tp") != (tp != "1"):
         raise ValueError(rid + ": tp inconsistent with method")
+    micro = parse_int(row["micro_batch"], rid, "micro_batch")
+    pp, pp_micro = "", ""
+    if method == "pp":
+        stages, m = lookup(PIPELINES, rid, rid, "pipeline")
+        if int(micro) % m:
+            raise ValueError(rid + ": local batch not a multiple of the micro-batches")
+        pp, pp_micro, micro = str(stages), str(m), str(int(micro) // m)
+        notes.append("conversion: pipeline micro-batch = local batch %s / %d micro-batches"
+                     % (row["micro_batch"], m))
     return [
         row["model"], method, parse_int(row["gpus"], rid, "gpus"), tp,
-        parse_int(row["micro_batch"], rid, "micro_batch"), parse_int(row["seq_len"], rid, "seq_len"),
+        micro, parse_int(row["seq_len"], rid, "seq_len"),
         precision, finetune, lora_r, targets, quant, grad_ckpt, optimizer, metric,
         "%.3f" % float(row["measured_gib"]), gpu, framework, row["source"],
         rid, grade, stack, order_features(feats, rid), attention, seq_kind, data, "default",
         row["tokens_per_s_gpu"], "; ".join(notes).replace("\n", " ").replace("\r", " "),
+        pp, pp_micro,
     ]
 
 

@@ -14,7 +14,7 @@
 static int single_config(const struct options *o, struct train_config *c)
 {
     if (o->nmethods > 1 || o->gpus.n > 1 || o->batch.n > 1 || o->seq.n > 1 || o->tp.n > 1 ||
-        o->ep.n > 1 ||
+        o->ep.n > 1 || o->pp.n > 1 ||
         o->nprecisions > 1 || o->nfinetunes > 1 || o->nquants > 1 || o->noptimizers > 1 ||
         o->nckpts > 1 || o->ntargets > 1 || o->lora_r.n > 1) {
         fputs("llmem-sweep: explain takes one value per option (lists are for the sweep)\n", stderr);
@@ -24,9 +24,15 @@ static int single_config(const struct options *o, struct train_config *c)
     c->method = o->nmethods ? (enum method)o->methods[0] : METHOD_SINGLE;
     int multi = c->method != METHOD_SINGLE;
     c->gpus = o->gpus.n ? o->gpus.v[0] : (c->method == METHOD_DPTP ? 4 : multi ? 2 : 1);
+    if (c->method == METHOD_OFFLOAD && !o->gpus.n)
+        c->gpus = 1; /* ZeRO-Offload runs on one GPU too */
     c->tp = c->method == METHOD_TP ? c->gpus
-          : c->method == METHOD_DPTP ? (o->tp.n ? o->tp.v[0] : 2) : 1;
-    c->dp = c->tp > 0 && c->gpus % c->tp == 0 ? c->gpus / c->tp : 0;
+          : c->method == METHOD_DPTP ? (o->tp.n ? o->tp.v[0] : 2)
+          : c->method == METHOD_PP && o->tp.n ? o->tp.v[0] : 1;
+    c->pp = c->method == METHOD_PP ? (o->pp.n ? o->pp.v[0] : 2) : 1;
+    c->microbatches = c->method == METHOD_PP ? (o->pp_microbatches ? o->pp_microbatches : 4 * c->pp) : 1;
+    c->offload = c->method == METHOD_OFFLOAD ? o->offload : OFFLOAD_NONE;
+    c->dp = c->gpus % (c->tp * c->pp) == 0 ? c->gpus / c->tp / c->pp : 0;
     c->ep = o->ep.n ? o->ep.v[0] : 1;
     c->micro_batch = o->batch.n ? o->batch.v[0] : 1;
     c->seq_len = o->seq.n ? o->seq.v[0] : 512;
@@ -87,8 +93,15 @@ static void print_text(const struct job *j, const struct sweep_point *pt, const 
     char targets[96];
     targets_format(c->lora_targets, targets, sizeof targets);
     printf("model      %s (%s, %" PRId64 " parameters)\n", p->spec.name, p->spec.model_type, p->params);
-    printf("config     %s, %d GPU(s) (tp %d x dp %d), micro-batch %d, seq %d\n", method_name(c->method),
-           c->gpus, c->tp, c->dp, c->micro_batch, c->seq_len);
+    printf("config     %s, %d GPU(s) (tp %d x dp %d", method_name(c->method), c->gpus, c->tp, c->dp);
+    if (c->method == METHOD_PP)
+        printf(" x pp %d, %d micro-batches a step", train_pp(c), train_microbatches(c));
+    printf("), micro-batch %d, seq %d\n", c->micro_batch, c->seq_len);
+    if (c->method == METHOD_OFFLOAD)
+        printf("           offload %s: %.3f GiB of host memory a GPU (%.3f GiB a node of %d)\n",
+               offload_name(c->offload), units_gib(e->host),
+               units_gib(e->host) * (c->gpus < j->gpu.gpus_per_node ? c->gpus : j->gpu.gpus_per_node),
+               j->gpu.gpus_per_node);
     printf("           %s, %s", precision_name(c->precision), finetune_name(c->finetune));
     if (c->finetune != FT_FULL)
         printf(" r=%d on %s, base %s", c->lora_r, targets, quant_name(c->quant));
@@ -139,9 +152,11 @@ static void print_text(const struct job *j, const struct sweep_point *pt, const 
                "(bytes per token and vocab entry)", loss_path_name(lp), lc.allocated,
                lc.reserved[bk], lc.needed[bk]);
     }
-    printf("\nstep       %.4f s (compute %.4f, memory %.4f, communication %.4f), %.1f tokens/s\n",
-           pt->speed.step_time_s, pt->speed.compute_s, pt->speed.memory_s, pt->speed.comm_s,
-           pt->speed.tokens_per_s);
+    printf("\nstep       %.4f s (compute %.4f, memory %.4f, communication %.4f", pt->speed.step_time_s,
+           pt->speed.compute_s, pt->speed.memory_s, pt->speed.comm_s);
+    if (c->method == METHOD_PP)
+        printf(", pipeline bubble %.4f", pt->speed.bubble_s);
+    printf("), %.1f tokens/s\n", pt->speed.tokens_per_s);
     printf("verdict    %s: %.2f GiB headroom of %.2f GiB", pt->fits ? "fits" : "DOES NOT FIT",
            units_gib(j->sweep.budget) - units_gib(pt->peak), units_gib(j->sweep.budget));
     if (j->opt.margin_pct < 0)
@@ -197,11 +212,19 @@ static int print_json(const struct job *j, const struct sweep_point *pt, const s
         json_object_set_new(inputs, "experts_per_tok", json_integer(p->spec.experts_per_tok));
         json_object_set_new(inputs, "active_params", json_integer((json_int_t)plan_active_params(p)));
     }
+    if (c->method == METHOD_PP) {
+        json_object_set_new(inputs, "pp", json_integer(train_pp(c)));
+        json_object_set_new(inputs, "pp_microbatches", json_integer(train_microbatches(c)));
+    }
+    if (c->method == METHOD_OFFLOAD)
+        json_object_set_new(inputs, "offload", json_string(offload_name(c->offload)));
     if (c->ckpt_selective) /* grad_ckpt stays a boolean (full checkpointing) */
         json_object_set_new(inputs, "grad_ckpt_mode", json_string(ckpt_mode_name(c)));
     json_t *speed = json_pack("{sfsfsfsfsfsf}", "step_time_s", pt->speed.step_time_s, "compute_s",
                               pt->speed.compute_s, "memory_s", pt->speed.memory_s, "comm_s", pt->speed.comm_s,
                               "samples_per_s", pt->speed.samples_per_s, "tokens_per_s", pt->speed.tokens_per_s);
+    if (c->method == METHOD_PP)
+        json_object_set_new(speed, "bubble_s", json_real(pt->speed.bubble_s));
     json_t *root = json_pack(
         "{sIsIsIsIsssosososssbsIsbss}", "peak_bytes", (json_int_t)pt->peak, "allocated_bytes",
         (json_int_t)e->allocated, "reserved_bytes", (json_int_t)e->reserved, "device_bytes",
@@ -210,6 +233,8 @@ static int print_json(const struct job *j, const struct sweep_point *pt, const s
         "budget_bytes", (json_int_t)j->sweep.budget, "fits", pt->fits, "rule",
         pt->rule >= 0 ? rules_label(j->sweep.rules, pt->rule) : "");
     json_object_set_new(root, "speed", speed);
+    if (c->method == METHOD_OFFLOAD)
+        json_object_set_new(root, "host_bytes", json_integer((json_int_t)e->host));
     json_object_set_new(root, "band", band_json(j, pt));
     int rc = root ? json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
     json_decref(root);

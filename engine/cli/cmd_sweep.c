@@ -58,7 +58,11 @@ static void explain_miss(const struct sweep *s, const struct sweep_result *res)
 {
     fprintf(stderr, "llmem-sweep: no configuration fits %.2f GiB", units_gib(s->budget));
     if (!res->has_closest) {
-        fputs(" (the space is empty)\n", stderr);
+        char why[1024] = "";
+        if (s->space.nouter == 0 && s->nmodels > 0)
+            space_why_empty(s->opt, &s->models[0], why, sizeof why);
+        fprintf(stderr, " (the space is empty%s%s%s)\n", *why ? ": " : "", why,
+                *why && s->nmodels > 1 ? ", for the first model" : "");
         return;
     }
     struct sweep_point pt;

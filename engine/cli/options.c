@@ -167,7 +167,7 @@ static int parse_margin(const char *v, double *pct)
 static int apply_value(struct options *o, const char *name, const char *v)
 {
     int rc = 0, tmp;
-    int32_t i32;
+    int32_t i32 = 0;
     if (!strcmp(name, "--budget"))
         rc = units_parse_size(v, &o->budget);
     else if (!strcmp(name, "--base")) {
@@ -187,6 +187,16 @@ static int apply_value(struct options *o, const char *name, const char *v)
         rc = options_parse_int_list(v, 1, 4096, &o->tp);
     else if (!strcmp(name, "--ep"))
         rc = options_parse_int_list(v, 1, 4096, &o->ep);
+    else if (!strcmp(name, "--pp"))
+        rc = options_parse_int_list(v, 2, 4096, &o->pp);
+    else if (!strcmp(name, "--pp-microbatches")) {
+        rc = parse_i32(v, 1, 65536, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
+        o->pp_microbatches = i32;
+    } else if (!strcmp(name, "--offload")) {
+        tmp = offload_parse(v);
+        rc = tmp <= OFFLOAD_NONE ? -1 : 0;
+        o->offload = tmp <= OFFLOAD_NONE ? o->offload : (enum offload_mode)tmp;
+    }
     else if (!strcmp(name, "--batch") || !strcmp(name, "--micro-batch"))
         rc = options_parse_int_list(v, 1, 65536, &o->batch);
     else if (!strcmp(name, "--seq"))
@@ -280,6 +290,7 @@ int options_parse(int argc, char **argv, int first, enum options_mode mode, stru
     o->top = 50;
     o->stack = STACK_HF;
     o->margin_pct = -1; /* auto */
+    o->offload = OFFLOAD_OPTIMIZER;
     for (int i = first; i < argc; i++) {
         char name[64];
         const char *arg = argv[i], *eq = strchr(arg, '='), *val = NULL;
@@ -313,11 +324,11 @@ int options_parse(int argc, char **argv, int first, enum options_mode mode, stru
 void options_default_axes(struct options *o)
 {
     static const char *const batch = "1,2,4,8,16,32,64,128,256,512,1024";
-    if (!o->nmethods)
-        for (int m = 0; m < METHOD_COUNT; m++)
+    if (!o->nmethods) /* --paper: LLMem's five methods, the ones its equations cover */
+        for (int m = 0; m < (o->paper ? METHOD_ZERO1 : METHOD_COUNT); m++)
             o->methods[o->nmethods++] = m;
     if (!o->gpus.n)
-        options_parse_int_list("1,2,4,8", 1, 4096, &o->gpus);
+        options_parse_int_list("1,2,4,8,16,32,64", 1, 4096, &o->gpus);
     if (!o->batch.n)
         options_parse_int_list(batch, 1, 65536, &o->batch);
     if (!o->seq.n)
@@ -358,16 +369,19 @@ void options_usage(enum options_mode mode)
     if (mode == OPTIONS_EXPLAIN) {
         fputs("usage: llmem-sweep explain --model NAME|PATH [options]\n"
               "Every memory term, the peak phase and the step time of one configuration.\n"
-              "  --method M         single|cdp|adp|tp|dp+tp (default single)\n"
+              "  --method M         single|cdp|adp|tp|dp+tp|zero1|zero2|pp|offload (default single)\n"
               "  --gpus N           GPU count (default 1; 2 for multi-GPU methods)\n"
-              "  --tp N             TP degree for dp+tp (default 2; tp = gpus for tp)\n"
+              "  --tp N             TP degree for dp+tp (default 2; tp = gpus for tp; 1 for pp)\n"
+              "  --pp N             pipeline stages for pp (default 2)\n"
               "  --micro-batch N    per-GPU micro-batch (default 1)\n"
               "  --seq N            sequence length (default 512)\n", stdout);
     } else {
         fputs("usage: llmem-sweep [options] [--out FILE]...\n"
               "Sweeps fine-tuning configurations and ranks the fastest that fit the budget.\n"
-              "  --methods LIST     single,cdp,adp,tp,dp+tp (default all)\n"
-              "  --gpus LIST        GPU counts (default 1,2,4,8)\n"
+              "  --methods LIST     single,cdp,adp,tp,dp+tp,zero1,zero2,pp,offload (default all)\n"
+              "  --gpus LIST        GPU counts (default 1,2,4,8,16,32,64)\n"
+              "  --tp LIST          TP degrees of dp+tp and pp (default every divisor)\n"
+              "  --pp LIST          pipeline stages of pp (default every divisor >= 2)\n"
               "  --batch LIST       per-GPU micro-batches (default powers of 2 up to 1024)\n"
               "  --seq LIST         sequence lengths (default 512,1024,2048,4096)\n"
               "  --top N            rows in the ranked report (default 50; 0 = all fitting)\n"
@@ -397,6 +411,9 @@ void options_usage(enum options_mode mode)
           "  --optimizer LIST   adamw,adamw8bit,sgd\n"
           "  --ep LIST          expert-parallel degrees for MoE models (default 1): experts\n"
           "                     sharded over ep ranks of the data-parallel group\n"
+          "  --offload WHAT     method offload keeps in host memory: optimizer (default; fp32\n"
+          "                     master weights, states, gradients) or params (also the weights)\n"
+          "  --pp-microbatches N  micro-batches of one pipelined step (default 4 x pp)\n"
           "  --stack NAME       hf (default; transformers >= 4.49), hf-4.46 (4.46-4.48),\n"
           "                     hf-4.31 (4.31-4.45), litgpt, torchtune, torchtitan, colossal\n"
           "  --attention A      sdpa (default) or eager\n"

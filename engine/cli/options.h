@@ -30,6 +30,7 @@ struct options {
     int nmethods;
     struct int_list gpus, batch, seq, lora_r, tp;
     struct int_list ep;       /* --ep: expert-parallel degrees (MoE models; default 1) */
+    struct int_list pp;       /* --pp: pipeline stages of method pp (default every divisor) */
     int precisions[PREC_COUNT], nprecisions;
     int finetunes[FT_COUNT], nfinetunes;
     int quants[QUANT_COUNT], nquants;
@@ -57,6 +58,8 @@ struct options {
     bool all, no_prune, quiet, progress, stamp;
     int threads;              /* 0 = all cores */
     int gpus_per_node;        /* --gpus-per-node, default GPU_PER_NODE_DEFAULT */
+    enum offload_mode offload;/* --offload optimizer|params: what method offload moves to host */
+    int pp_microbatches;      /* --pp-microbatches: per pipelined step; 0 = 4 x pp */
     int shard_k, shard_n;     /* 1-based K of N; 0/0 = no sharding */
     enum out_format format;
     const char *outs[OPT_OUTS_MAX];

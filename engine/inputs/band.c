@@ -207,12 +207,6 @@ void band_group_name(const struct band *b, const struct train_config *c, char *b
              k.data == BAND_ANY ? "*" : data_shape_name(c->data));
 }
 
-uint64_t band_scale(uint64_t peak, double factor)
-{
-    double v = ceil((double)peak * factor);
-    return v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
-}
-
 /* --- the file ----------------------------------------------------------------------- */
 
 static const char *const band_columns[] = {"stack", "finetune", "data", "rows", "sources", "lo",

@@ -86,6 +86,14 @@ struct band band_lookup(const struct band_table *t, const struct train_config *c
 void band_group_name(const struct band *b, const struct train_config *c, char *buf, size_t n);
 
 /* peak x factor, rounded up to whole bytes (saturating). */
-uint64_t band_scale(uint64_t peak, double factor);
+static inline uint64_t band_scale(uint64_t peak, double factor)
+{
+    /* inline and without ceil(): the sweep calls it for every point */
+    double v = (double)peak * factor;
+    if (!(v < 18446744073709549568.0))
+        return UINT64_MAX;
+    uint64_t u = (uint64_t)v;
+    return (double)u < v ? u + 1 : u; /* ceil for v >= 0 */
+}
 
 #endif

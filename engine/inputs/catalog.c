@@ -183,10 +183,15 @@ static int gpu_row(const struct csv_table *t, size_t r, struct gpu_spec *g, stru
     for (size_t i = 0; match[i]; i++)
         g->match[i] = (char)tolower((unsigned char)match[i]);
     g->gpus_per_node = GPU_PER_NODE_DEFAULT;
-    /* optional (README "Contract extensions"): the inter-node link */
-    int col = csv_table_col(t, "internode_gbs");
-    if (col >= 0 && *t->cells[r][col] && csv_get_f64(t, r, col, 0, 1e7, &g->internode_gbs, e))
-        return -1;
+    /* optional (README "Contract extensions"): the inter-node link, the host link and the
+     * host memory bandwidth (offload) */
+    static const char *const optional[] = {"internode_gbs", "pcie_gbs", "host_mem_gbs"};
+    double *dst[] = {&g->internode_gbs, &g->pcie_gbs, &g->host_mem_gbs};
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+        int col = csv_table_col(t, optional[i]);
+        if (col >= 0 && *t->cells[r][col] && csv_get_f64(t, r, col, 0, 1e7, dst[i], e))
+            return -1;
+    }
     return 0;
 }
 

@@ -47,7 +47,9 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"rocm", 0, 0, "AMD GPUs (ROCm's allocator and kernels) are not modelled"},
         {"context-parallel", 0, 0, "context parallelism is not modelled"},
         {"pipeline-parallel", 0, 0, "pipeline parallelism is not modelled"},
-        {"cpu-offload", 0, 0, "CPU offload of parameters/optimizer is not modelled"},
+        /* CPU offload is method offload (adp-offload rows: row_enums); the flag only
+         * describes it */
+        {"cpu-offload", 0, 0, NULL},
         {"dora", 0, 0, "DoRA is not modelled"},
     };
     while (*list) {
@@ -67,6 +69,8 @@ static const char *apply_features(const char *list, struct train_config *c)
 }
 
 
+static bool feature_listed(const char *list, const char *name);
+
 /* The named fields of the row; returns NULL or the reason written into why. */
 static const char *row_enums(const struct csv_table *t, size_t r, struct train_config *c,
                              char *why, size_t n)
@@ -79,13 +83,19 @@ static const char *row_enums(const struct csv_table *t, size_t r, struct train_c
         {"quant", quant_parse},     {"optimizer", optimizer_parse}, {"grad_ckpt", ckpt_mode_parse},
     };
     int v[6];
+    /* `adp-offload` (the collections' name for ZeRO-3 / FSDP with CPU offload of the
+     * parameters and the optimizer) is method offload with --offload params */
+    const bool adp_offload = !strcmp(measured_cell(t, r, "method"), "adp-offload");
     for (size_t i = 0; i < 6; i++)
-        if ((v[i] = fields[i].parse(measured_cell(t, r, fields[i].col))) < 0)
+        if (i == 0 && adp_offload)
+            v[0] = METHOD_OFFLOAD;
+        else if ((v[i] = fields[i].parse(measured_cell(t, r, fields[i].col))) < 0)
             return snprintf(why, n, "%s '%.60s' is not modelled", fields[i].col,
                             measured_cell(t, r, fields[i].col)), why;
     const char *stack = measured_cell(t, r, "stack");
     int st = *stack ? stack_parse(stack) : (int)STACK_HF;
     c->method = (enum method)v[0];
+    c->offload = adp_offload ? OFFLOAD_PARAMS : c->method == METHOD_OFFLOAD ? OFFLOAD_OPTIMIZER : OFFLOAD_NONE;
     c->precision = (enum precision)v[1];
     c->finetune = (enum finetune)v[2];
     c->quant = (enum quant)v[3];
@@ -101,10 +111,18 @@ static const char *row_enums(const struct csv_table *t, size_t r, struct train_c
     const char *fr = apply_features(measured_cell(t, r, "features"), c);
     if (fr)
         return snprintf(why, n, "%s", fr), why;
+    /* offload's gathers follow FSDP's units; DeepSpeed ZeRO-3 gathers by its own prefetch
+     * and persistence thresholds (stage3_prefetch_bucket_size, stage3_max_live_parameters,
+     * stage3_param_persistence_threshold) */
+    if (adp_offload && feature_listed(measured_cell(t, r, "features"), "deepspeed"))
+        return snprintf(why, n, "DeepSpeed ZeRO-3 offload's parameter prefetch is not modelled"), why;
     if (st < 0)
         return snprintf(why, n, "stack '%.60s' is unknown", stack), why;
     return NULL;
 }
+
+static int row_choice(const struct csv_table *t, size_t r, const char *col,
+                      int (*parse)(const char *), int dflt, int *out, struct input_error *e);
 
 /* Integers of the row: a malformed cell is an error (-1), an empty sequence length a skip. */
 static int row_numbers(const struct csv_table *t, size_t r, struct train_config *c, char *why,
@@ -122,9 +140,26 @@ static int row_numbers(const struct csv_table *t, size_t r, struct train_config 
         return -1;
     if (c->finetune != FT_FULL && csv_get_i64(t, r, csv_table_col(t, "lora_r"), 1, 65536, &lr, e))
         return -1;
+    /* extension columns: pp (pipeline stages, default 1) and pp_microbatches (default
+     * 4 x pp, the command line's), offload (optimizer | params) for method offload */
+    int64_t pp = 1, pm = 0;
+    int k = csv_table_col(t, "pp");
+    if (k >= 0 && *t->cells[r][k] && csv_get_i64(t, r, k, 1, 4096, &pp, e))
+        return -1;
+    k = csv_table_col(t, "pp_microbatches");
+    if (k >= 0 && *t->cells[r][k] && csv_get_i64(t, r, k, 1, 65536, &pm, e))
+        return -1;
+    int off;
+    if (c->method == METHOD_OFFLOAD &&
+        row_choice(t, r, "offload", offload_parse, (int)c->offload, &off, e))
+        return -1;
+    if (c->method == METHOD_OFFLOAD)
+        c->offload = (enum offload_mode)off;
     c->gpus = (int32_t)g;
     c->tp = (int32_t)tp;
-    c->dp = (int32_t)(g / tp);
+    c->pp = (int32_t)pp;
+    c->microbatches = pp > 1 ? (int32_t)(pm ? pm : 4 * pp) : 1;
+    c->dp = (int32_t)(g / tp / pp);
     c->micro_batch = (int32_t)b;
     c->seq_len = (int32_t)s;
     c->lora_r = (int32_t)lr;

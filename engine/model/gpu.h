@@ -25,6 +25,8 @@ struct gpu_spec {
     uint64_t nccl_bytes;        /* NCCL buffers of one communicator per GPU (outside it) */
     double internode_gbs;       /* per-GPU network bandwidth between nodes, GB/s; 0 = unknown */
     int32_t gpus_per_node;      /* --gpus-per-node (default GPU_PER_NODE_DEFAULT) */
+    double pcie_gbs;            /* GPU-host link a direction, GB/s; 0 = unknown (offload) */
+    double host_mem_gbs;        /* host DRAM bandwidth of a node, GB/s; 0 = unknown */
 };
 
 #endif

@@ -4,6 +4,7 @@
  * step; the comment on each term says which tensor and where its size comes from. */
 #include "memmodel.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "allocsim.h"
@@ -55,6 +56,7 @@ struct resident {
     uint64_t dequant_head;    /* the dequantized lm_head, when the stack quantizes it */
     uint64_t gather_fwd, gather_bwd, bucket;
     uint64_t paged;           /* optimizer states bitsandbytes keeps in managed memory */
+    uint64_t host;            /* bytes of this GPU's share kept in host memory (offload) */
 };
 
 static bool mixed(const struct train_config *c)
@@ -131,11 +133,80 @@ static void zero3_gather(const struct model_plan *p, const struct train_config *
                     (uint64_t)((c->finetune == FT_FULL ? layer : r->trained / (double)p->spec.layers) * wt);
 }
 
+/* The methods whose module lives in 16 bit with the fp32 master copy in the optimizer
+ * (train_master_in_optimizer): DeepSpeed ZeRO stage 1/2 and ZeRO-3 offload, Megatron's
+ * distributed optimizer (pp). What each rank allocates, per trained parameter, dp ranks:
+ *  - ZeRO-1/2, DeepSpeed runtime/zero/stage_1_and_2.py (DeepSpeedZeroOptimizer @v0.16):
+ *    the bit16 module params whole; `single_partition_of_fp32_groups` (the fp32 master
+ *    partition, 4/dp) and the optimizer's states on it (8/dp for AdamW); gradients in the
+ *    module dtype, whole under stage 1 (each param's .grad until the reduce at the
+ *    boundary), the rank's partition under stage 2 (`averaged_gradients`, 2/dp); at the
+ *    step the partition's gradients are flattened and cast to fp32 (4/dp, `step`:
+ *    single_grad_partition ... .to(fp32)). backward() allocates `ipg_buffer`,
+ *    reduce_bucket_size elements in the module dtype, and a second one with overlap_comm
+ *    (transformers docs/source/en/deepspeed.md's ZeRO-2 and ZeRO-3 examples set it true,
+ *    and the speed model overlaps the reduce-scatters with backward accordingly); the HF
+ *    Trainer sets reduce_bucket_size "auto" to hidden x hidden (integrations/deepspeed.py
+ *    trainer_config_finalize).
+ *    FSDP SHARD_GRAD_OP holds the same bytes in forward and backward: fp32 shards (4/dp)
+ *    and the unsharded 16-bit parameters kept from forward through backward (2).
+ *  - pp (Megatron-LM, docs/source/api-guide/dist_optimizer.md): bf16 parameters (2), the
+ *    fp32 main_grad buffer (4: bf16 training accumulates and all-reduces gradients in fp32,
+ *    arguments.py), fp32 main parameters and Adam states sharded over dp (12/dp): "6 +
+ *    12/d" bytes per parameter; its fused Adam keeps no step temporary.
+ *  - offload (ZeRO-3 with offload_optimizer, DeepSpeed stage3.py + DeepSpeedCPUAdam): the
+ *    16-bit parameter partition on the GPU (2/dp, gathered per unit as ZeRO-3), the fp32
+ *    master, states and fp32 gradient partition in pinned host memory (16/dp), the step on
+ *    the CPU; offload_param (`--offload params`, FSDP CPUOffload(offload_params=True))
+ *    moves the 16-bit partition to the host as well. */
+static void master_in_optimizer(const struct model_plan *p, const struct train_config *c,
+                                struct resident *r, double dp)
+{
+    const bool mixed_p = mixed(c);
+    const double module = c->precision == PREC_FP32 ? 4.0 : 2.0;
+    const double state = state_bytes(c, c->precision == PREC_BF16_PURE ? 2 : 4);
+    const double master = mixed_p ? 4.0 : 0.0;
+    const double hidden2 = (double)p->spec.hidden * (double)p->spec.hidden;
+    const double trained = r->trained, frozen16 = (double)r->w; /* frozen part, bytes */
+    r->w = (uint64_t)(frozen16 + trained * module);
+    r->o = (uint64_t)(trained * (master + state) / dp);
+    r->tmp = 0;
+    switch (c->method) {
+    case METHOD_ZERO1:
+    case METHOD_ZERO2:
+        r->g = (uint64_t)(trained * module / (c->method == METHOD_ZERO2 ? dp : 1.0));
+        r->tmp = (uint64_t)(trained * (mixed_p ? 4.0 : 0.0) / dp);
+        if (c->optimizer == OPT_ADAMW && !(c->features & FEAT_FUSED_OPT))
+            r->tmp += (uint64_t)(trained * (mixed_p ? 4.0 : module) / dp); /* foreach sqrt */
+        r->bucket = (uint64_t)(2.0 * hidden2 * module);
+        break;
+    case METHOD_PP:
+        r->g = (uint64_t)(trained * (mixed_p ? 4.0 : module));
+        break;
+    default: /* offload: the step runs on the CPU */
+        r->g = r->o = 0;
+        r->bucket = (uint64_t)(hidden2 * module);
+        r->host = (uint64_t)(trained * (master + state + (mixed_p ? 4.0 : module)) / dp);
+        r->w = (uint64_t)((double)r->w / dp);
+        if (c->offload == OFFLOAD_PARAMS) {
+            r->host += r->w;
+            r->w = 0;
+        }
+        break;
+    }
+}
+
 static void resident_terms(const struct model_plan *p, const struct train_config *c,
                            struct resident *r)
 {
-    const bool zero3 = c->method == METHOD_ADP || c->method == METHOD_DPTP;
-    const double tpdiv = (double)c->tp, dpdiv = zero3 ? (double)c->dp : 1.0;
+    /* torchtitan's pipelines shard each stage with FSDP2 (ZeRO-3 over dp: torchtitan
+     * models/llama3/infra/parallelize.py applies fully_shard to every stage's blocks),
+     * Megatron's keep bf16 parameters and shard only the optimizer */
+    const bool fsdp_stages = c->method == METHOD_PP && c->stack == STACK_TORCHTITAN;
+    const bool zero3 = c->method == METHOD_ADP || c->method == METHOD_DPTP ||
+                       c->method == METHOD_OFFLOAD || fsdp_stages;
+    const bool ds = train_master_in_optimizer(c) && !fsdp_stages;
+    const double tpdiv = (double)c->tp, dpdiv = zero3 && !ds ? (double)c->dp : 1.0;
     const uint64_t wt = trained_bytes(c), gb = c->precision == PREC_FP32 ? 4 : 2;
     int64_t extra_head = (p->spec.tied && (c->features & FEAT_UNTIED_HEAD))
                              ? p->spec.vocab * (p->spec.emb_dim ? p->spec.emb_dim : p->spec.hidden)
@@ -156,7 +227,7 @@ static void resident_terms(const struct model_plan *p, const struct train_config
     memset(r, 0, sizeof *r);
     if (c->finetune == FT_FULL) {
         r->trained = base;
-        r->w = (uint64_t)(base * (double)wt / dpdiv);
+        r->w = ds ? 0 : (uint64_t)(base * (double)wt / dpdiv);
     } else {
         r->frozen = base;
         r->trained = (double)plan_lora_params_cfg(p, c) / tpdiv;
@@ -168,11 +239,17 @@ static void resident_terms(const struct model_plan *p, const struct train_config
         const bool qhead = (c->features & FEAT_QUANT_HEAD) != 0;
         double head = (double)(p->head_p + extra_head) / tpdiv;
         double quant_w = (double)(p->linear_w - p->head_p) / tpdiv + (qhead ? head : 0) - ep_cut;
-        r->w = (uint64_t)((frozen_bytes(p, c, base, quant_w, tpdiv) + r->trained * (double)wt) / dpdiv);
+        r->w = (uint64_t)((frozen_bytes(p, c, base, quant_w, tpdiv) + (ds ? 0 : r->trained * (double)wt)) / dpdiv);
         if (c->quant != QUANT_NONE) { /* dequantized to the compute dtype for each matmul */
             r->dequant = (uint64_t)((double)p->max_linear_w / tpdiv) * gb;
             r->dequant_head = qhead ? (uint64_t)head * gb : 0;
         }
+    }
+    if (ds) {
+        master_in_optimizer(p, c, r, (double)c->dp);
+        if (c->method == METHOD_OFFLOAD)
+            zero3_gather(p, c, r, layer, root);
+        return;
     }
     uint64_t sb = state_bytes(c, wt);
     r->g = (uint64_t)(r->trained * (double)wt / dpdiv);
@@ -242,12 +319,79 @@ static uint64_t accumulated_grads(const struct train_config *c, const struct res
 /* The batch-independent bytes of each phase (see enum mem_phase). Gradients are None
  * between steps (zero_grad(set_to_none=True)), optimizer states exist from the first
  * step on, so they are resident in every phase of the steady state. */
+/* Blocks per pipeline stage: the uniform split, ceil(L / pp) on the stages that bind. */
+static int32_t pp_stage_layers(const struct model_plan *p, const struct train_config *c)
+{
+    const int32_t pp = train_pp(c), L = (int32_t)p->spec.layers;
+    return (L + pp - 1) / pp;
+}
+
+/* One pipeline stage's share of the whole model's resident terms (per TP rank). The
+ * blocks split evenly (Megatron's uniform split; torchtitan's pipeline_module_split the
+ * same); the embedding sits on the first stage, the final norm and lm_head on the last,
+ * where a tied lm_head keeps a copy of the embedding (Megatron's shared embedding,
+ * megatron/core/models/common/language_module: setup_embeddings_and_output_layer). Each
+ * term is scaled by the stage's share of the parameters; LoRA's trained adapters by its
+ * share of the blocks. */
+static void pp_stage(const struct model_plan *p, const struct train_config *c,
+                     const struct resident *all, bool last, struct resident *r)
+{
+    const double L = (double)p->spec.layers, per = (double)pp_stage_layers(p, c);
+    const double ends = last ? (double)(p->head_p ? p->head_p : p->embed_p) : (double)p->embed_p;
+    const double share = (per * (double)p->layer_p + ends) / (double)p->params;
+    const double tshare = c->finetune == FT_FULL ? share : per / L;
+    *r = *all;
+    r->w = (uint64_t)((double)all->w * share);
+    r->g = (uint64_t)((double)all->g * tshare);
+    r->o = (uint64_t)((double)all->o * tshare);
+    r->tmp = (uint64_t)((double)all->tmp * tshare);
+    r->amp_all = (uint64_t)((double)all->amp_all * share);
+    r->dequant_head = last ? all->dequant_head : 0;
+}
+
+/* 1F1B (Megatron schedules.py forward_backward_pipelining_without_interleaving; torch
+ * pipelining Schedule1F1B, which torchtitan runs): stage s runs min(pp - s, m) warm-up
+ * forwards before its first backward, so the first stage holds the activations of
+ * min(pp, m) micro-batches and the last stage of one. The phases split between them: the
+ * forward and the first block's backward are the first stage's, lm_head+loss and the
+ * last block's backward the last stage's; the optimizer step the larger stage's. */
+static void pp_phases(const struct model_plan *p, const struct train_config *c,
+                      const struct resident *all, struct mem_prepared *mp)
+{
+    struct resident f, l;
+    pp_stage(p, c, all, false, &f);
+    pp_stage(p, c, all, true, &l);
+    /* Megatron's gradient buffer lives through every phase; FSDP stages (torchtitan) hold
+     * their gradient shards from backward to the step and the gathered units */
+    const bool fsdp = c->stack == STACK_TORCHTITAN;
+    set_phase(mp, PHASE_FORWARD, f.w, fsdp ? 0 : f.g, f.o, f.amp_all + f.dequant, f.gather_fwd + f.bucket);
+    set_phase(mp, PHASE_BWD_FIRST, f.w, f.g, f.o, f.amp_one + f.dequant, f.gather_bwd + f.bucket);
+    set_phase(mp, PHASE_LOSS, l.w, fsdp ? 0 : l.g, l.o, l.amp_all + l.dequant_head, l.gather_fwd + l.bucket);
+    set_phase(mp, PHASE_BWD_LAST, l.w, l.g, l.o, l.amp_all + l.dequant, l.gather_bwd + l.bucket);
+    const struct resident *big = f.w + f.g + f.o + f.tmp > l.w + l.g + l.o + l.tmp ? &f : &l;
+    set_phase(mp, PHASE_OPTIMIZER, big->w, big->g, big->o + big->tmp, 0, big->bucket);
+    const int32_t per = pp_stage_layers(p, c), m = train_microbatches(c);
+    const int32_t inflight = m < train_pp(c) ? m : train_pp(c);
+    mp->act_layers[0] = per * inflight;
+    mp->act_layers[1] = per;
+    mp->act_extra_bwd = per * (inflight - 1);
+    mp->tail_fwd = false;
+}
+
 static void fixed_phases(const struct model_plan *p, const struct train_config *c,
                          struct mem_prepared *mp)
 {
     struct resident r;
     resident_terms(p, c, &r);
     mp->paged = r.paged;
+    mp->host = r.host;
+    mp->act_layers[0] = mp->act_layers[1] = (int32_t)p->spec.layers;
+    mp->act_extra_bwd = 0;
+    mp->tail_fwd = true;
+    if (c->method == METHOD_PP) {
+        pp_phases(p, c, &r, mp);
+        return;
+    }
     /* lit-gpt @8641822 built the model unsharded on every GPU before FSDP wrapped it; its
      * FSDP LoRA rows (LGRT-18..27: 3 models, 1-4 GPUs, 3 batch sizes) sit one whole model
      * above the sharded prediction at every batch size, so the full copy is modelled as
@@ -256,8 +400,10 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
         (c->method == METHOD_ADP || c->method == METHOD_DPTP))
         r.w += r.w * (uint64_t)c->dp; /* the whole model beside its shard */
     const uint64_t amp_fwd = c->grad_ckpt ? r.amp_one : r.amp_all;
+    const uint64_t gbytes = train_master_in_optimizer(c) ? (c->precision == PREC_FP32 ? 4 : 2)
+                                                         : trained_bytes(c);
     uint64_t head_grad = c->finetune == FT_FULL
-        ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * trained_bytes(c) : 0;
+        ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * gbytes : 0;
     /* accumulating micro-batches keeps the summed gradients through the next forward */
     const uint64_t acc_grad = (c->features & FEAT_GRAD_ACCUM) ? accumulated_grads(c, &r) : 0;
     const uint64_t bwd_grad = acc_grad > r.g ? acc_grad : r.g;
@@ -416,7 +562,7 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
     /* the residual stream has the dtype of the weights it starts from (the embedding);
      * under FSDP2's MixedPrecisionPolicy that is the gathered param_dtype copy */
-    const bool fp32_weights = mixed(c) && !(c->features & FEAT_FSDP_MP) &&
+    const bool fp32_weights = mixed(c) && !(c->features & FEAT_FSDP_MP) && !train_master_in_optimizer(c) &&
                               (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));
     const uint64_t er = (c->precision == PREC_FP32 || fp32_weights) ? 4 : 2;
     const uint64_t h = (uint64_t)m->hidden, i = (uint64_t)p->inter_active;
@@ -451,7 +597,12 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     mp->ckpt_tok = c->ckpt_selective ? sac_tok(p, c, ea, er) : er * h;
     mp->tail_tok = norm + ea * h; /* final norm and the lm_head input */
     mp->bwd_tok = er * h + 2 * ea * i / tp;
-    mp->comm_tok = (c->method == METHOD_TP || c->method == METHOD_DPTP) ? ea * h : 0;
+    mp->comm_tok = c->tp > 1 ? ea * h : 0;
+    /* pipeline stages receive the previous stage's output and send their own (forward),
+     * and the same-sized gradients back (Megatron p2p_communication: recv_forward /
+     * send_backward buffers of [s, b, h]) */
+    if (c->method == METHOD_PP)
+        mp->comm_tok += 2 * ea * h;
 }
 
 /* Logits and loss per token and vocab entry: the stack's loss path (losspath.h) gives the
@@ -563,9 +714,12 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         return;
     }
     const uint64_t s = (uint64_t)c->seq_len, t = (uint64_t)c->micro_batch * s;
-    const uint64_t L = (uint64_t)mp->layers;
     const uint64_t layer = sat_mul(t, mp->layer_tok + sat_mul(mp->layer_tok_s, s));
-    const uint64_t saved = mp->ckpt ? sat_mul(t, L * mp->ckpt_tok) : sat_mul(layer, L);
+    const uint64_t per_block = mp->ckpt ? sat_mul(t, mp->ckpt_tok) : layer;
+    /* blocks whose activations are held: [0] forward (pp: the first stage's micro-batches
+     * in flight), [1] at the loss (pp: the last stage's one) */
+    const uint64_t saved = sat_mul(per_block, (uint64_t)mp->act_layers[0]);
+    const uint64_t saved_last = sat_mul(per_block, (uint64_t)mp->act_layers[1]);
     const uint64_t recompute = (mp->ckpt ? layer : 0) + t * mp->bwd_tok;
     const uint64_t tail = t * mp->tail_tok;
     /* chunked or not, every token's logits are alive at the loss (chunks stay for backward) */
@@ -573,11 +727,11 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     const uint64_t comm = t * mp->comm_tok;
 
     uint64_t act[PHASE_COUNT] = {0}, lg[PHASE_COUNT] = {0}, cm[PHASE_COUNT] = {0};
-    act[PHASE_FORWARD] = saved + tail;
-    act[PHASE_LOSS] = saved + tail;
+    act[PHASE_FORWARD] = saved + (mp->tail_fwd ? tail : 0);
+    act[PHASE_LOSS] = saved_last + tail;
     lg[PHASE_LOSS] = sat_scale(entries, mp->logits_tok);
-    act[PHASE_BWD_LAST] = saved + recompute;
-    act[PHASE_BWD_FIRST] = (mp->ckpt ? t * mp->ckpt_tok : layer) + recompute;
+    act[PHASE_BWD_LAST] = saved_last + recompute;
+    act[PHASE_BWD_FIRST] = per_block + sat_mul(per_block, (uint64_t)mp->act_extra_bwd) + recompute;
     lg[PHASE_EVAL] = sat_mul(entries, mp->eval_logits_tok);
     for (int ph = PHASE_FORWARD; ph <= PHASE_BWD_FIRST; ph++)
         cm[ph] = comm;
@@ -628,6 +782,7 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     }
     e->device = held + base + mp->paged;
     e->shown = e->reserved + base + mp->paged;
+    e->host = mp->host;
 }
 
 /* The least allocated memory any run of c must reach (memmodel.h). At the optimizer step
@@ -641,8 +796,15 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
 uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c,
                         bool exact_seq, enum mem_phase *at)
 {
-    struct resident r;
-    resident_terms(p, c, &r);
+    struct resident r, all;
+    resident_terms(p, c, &all);
+    r = all;
+    uint64_t blocks = (uint64_t)p->spec.layers;
+    if (c->method == METHOD_PP) { /* the first stage, with its micro-batches in flight */
+        pp_stage(p, c, &all, false, &r);
+        const int32_t m = train_microbatches(c), pp = train_pp(c);
+        blocks = (uint64_t)pp_stage_layers(p, c) * (uint64_t)(m < pp ? m : pp);
+    }
     const uint64_t step = r.w + r.g + r.o;
     uint64_t fwd = r.w + r.o;
     if (exact_seq) {
@@ -652,7 +814,7 @@ uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c
         if (!c->grad_ckpt && !c->ckpt_selective)
             tok += (p->spec.mlp == MLP_GATED ? 2u : 1u) * ea * (uint64_t)p->inter_active /
                    (uint64_t)c->tp;
-        fwd += sat_mul(t, tok * (uint64_t)p->spec.layers);
+        fwd += sat_mul(t, tok * blocks);
     }
     *at = fwd > step ? PHASE_FORWARD : PHASE_OPTIMIZER;
     return fwd > step ? fwd : step;

@@ -81,6 +81,13 @@ struct mem_prepared {
     uint64_t nccl;           /* device-level NCCL buffers */
     uint64_t paged;          /* optimizer states in managed memory (outside the allocator) */
     int32_t layers, tp;      /* layers, TP degree that divides the inner activations */
+    int32_t act_layers[2];   /* blocks whose activations are held at the forward's end and at
+                                the loss (pp: first stage x micro-batches in flight, last) */
+    int32_t act_extra_bwd;   /* blocks held beside backward's first block (pp: earlier
+                                micro-batches on the first stage) */
+    bool tail_fwd;           /* the lm_head input exists at the forward's end (not on pp's
+                                first stage) */
+    uint64_t host;           /* host memory per GPU (offload) */
     int64_t vocab, heads;
     bool ckpt, use_llmem;
 };
@@ -97,6 +104,7 @@ struct mem_estimate {
      * (it releases wholly free cached segments and retries before raising OOM), plus the
      * memory outside the allocator. */
     struct llmem_terms llmem;                /* LLMem's terms for this point */
+    uint64_t host;                           /* host memory this GPU's share needs (offload) */
 };
 
 /* Whether a prediction uses the LLMem equations (--paper, or the colossal stack): then the

@@ -44,33 +44,95 @@ void speed_gpu_eff(const struct gpu_spec *g, struct speed_gpu_eff *e)
         }
 }
 
-/* A ring collective among n GPUs: `steps` = 1 for an all-gather or reduce-scatter, 2 for an
- * all-reduce (ring all-reduce moves 2 (n-1)/n of the data per GPU, the others (n-1)/n:
- * Patarasuk & Yuan 2009), `count` collectives carrying `bytes` together.
- * Bandwidth: the intra-node link; GPUs on PCIe without peer-to-peer (GeForce: NVIDIA
- * disables P2P on consumer boards) go through host memory, NCCL's SHM transport copies each
- * byte over PCIe twice. Across nodes NCCL runs one ring per NIC, each crossing every node
- * boundary once, so a node's NICs together carry the data: bandwidth min(intra-node link,
- * GPUs a node x inter-node link a GPU).
- * Latency (NCCL src/graph/tuning.cc, ring, Simple protocol): 8.4 us a collective plus a
- * hop a step, 3.4 us over NVLink, 5.7 us over PCIe, 9.6 us over the network. */
-static double ring(double bytes, int n, double steps, double count, const struct gpu_spec *g)
+/* NCCL's latency constants (src/graph/tuning.cc @5067397c, ncclTunerConstantsDefaults,
+ * Simple protocol, microseconds): a collective's base latency 8.4 (ring and tree); per
+ * step inside a node 3.4 over NVLink and 5.7 over PCIe for the ring, 4.0 for the tree;
+ * per step across the network 14. */
+#define NCCL_BASE_LAT 8.4e-6
+#define NCCL_NET_LAT 14.0e-6
+#define NCCL_TREE_INTRA_LAT 4.0e-6
+/* NCCL's tree all-reduce bus bandwidth against the ring's (tuning.cc: busBw * .92) */
+#define NCCL_TREE_BW 0.92
+
+/* A communicator: n ranks, ppn of them in one node. Megatron and torchtitan order ranks
+ * TP innermost, then DP, then PP (Megatron parallel_state "tp-cp-ep-dp-pp"): a TP group
+ * sits in one node while tp <= the node's GPUs, a DP group has per_node / tp ranks in each
+ * node (1 when tp fills the node), and the pipeline's neighbours are tp x dp ranks apart. */
+struct comm_group {
+    int n, ppn;
+};
+
+static int per_node_of(const struct gpu_spec *g)
 {
-    if (n < 2)
-        return 0;
-    const bool pcie = g->interconnect_gbs < 64;
+    return g->gpus_per_node > 0 ? g->gpus_per_node : GPU_PER_NODE_DEFAULT;
+}
+
+static struct comm_group dp_group(const struct train_config *c, const struct gpu_spec *g)
+{
+    const int per_node = per_node_of(g);
+    int ppn = c->tp >= per_node ? 1 : per_node / c->tp;
+    return (struct comm_group){c->dp, ppn < c->dp ? ppn : c->dp};
+}
+
+static struct comm_group tp_group(const struct train_config *c, const struct gpu_spec *g)
+{
+    const int per_node = per_node_of(g);
+    return (struct comm_group){c->tp, c->tp < per_node ? c->tp : per_node};
+}
+
+/* The bus bandwidth a group's collective reaches (bytes/s, at SPEED_LINK_EFF of the link).
+ * Inside a node: the GPU's link; GPUs on PCIe without peer-to-peer (GeForce: NVIDIA
+ * disables P2P on consumer boards) go through host memory, NCCL's SHM transport copies each
+ * byte over PCIe twice. Across nodes NCCL builds one ring (or tree) per NIC, each leaving
+ * the node through its own NIC, so the ppn ranks of the group in a node share ppn NICs:
+ * min(intra-node link, ppn x the per-GPU network bandwidth) (NCCL tuning.cc: busBw =
+ * nChannels x bwInter across nodes; nccl-tests doc/PERFORMANCE.md defines the bus
+ * bandwidth, algbw x 2 (n-1)/n for an all-reduce, (n-1)/n for all-gather and
+ * reduce-scatter, as the figure to compare with the hardware's link). */
+static double group_bw(struct comm_group grp, const struct gpu_spec *g, int *nodes)
+{
+    const int ppn = grp.ppn > 0 ? grp.ppn : 1;
     double link = g->interconnect_gbs * 1e9;
     if (!strncmp(g->name, "RTX", 3))
         link *= 0.5;
-    double hop = pcie ? 5.7e-6 : 3.4e-6;
-    int per_node = g->gpus_per_node > 0 ? g->gpus_per_node : GPU_PER_NODE_DEFAULT;
-    if (n > per_node && g->internode_gbs > 0) {
-        double net = (double)per_node * g->internode_gbs * 1e9;
+    *nodes = (grp.n + ppn - 1) / ppn;
+    if (*nodes > 1 && g->internode_gbs > 0) {
+        double net = (double)ppn * g->internode_gbs * 1e9;
         link = net < link ? net : link;
-        hop = 9.6e-6;
     }
-    double bw_s = steps * bytes * (double)(n - 1) / (double)n / (link * SPEED_LINK_EFF);
-    return bw_s + count * (8.4e-6 + steps * (double)(n - 1) * hop);
+    return link * SPEED_LINK_EFF;
+}
+
+/* `count` collectives of a group carrying `bytes` together: all-gathers or reduce-scatters
+ * (steps 1: each rank moves (n-1)/n of the data) or all-reduces (steps 2), at the bus
+ * bandwidth of group_bw plus NCCL's latency model (tuning.cc): a ring of n ranks over
+ * `nodes` nodes takes steps (n-1) hops, steps (nodes-1) of them across the network; an
+ * all-reduce over several nodes may run as NCCL's tree instead (a chain inside each node,
+ * a binary tree across nodes: 2 ((ppn-1) intra + log2(nodes) network) hops, at 0.92 of the
+ * ring's bandwidth), and NCCL's tuner takes the faster. Ring all-reduce moves 2 (n-1)/n of
+ * the data (Patarasuk & Yuan 2009). */
+static double collective(double bytes, struct comm_group grp, double steps, double count,
+                         const struct gpu_spec *g)
+{
+    const int n = grp.n;
+    if (n < 2)
+        return 0;
+    int nodes;
+    const double bw = group_bw(grp, g, &nodes);
+    const double intra = g->interconnect_gbs < 64 ? 5.7e-6 : 3.4e-6;
+    const double data = steps * bytes * (double)(n - 1) / (double)n;
+    const double net_steps = nodes > 1 ? steps * (double)(nodes - 1) : 0;
+    const double ring_lat = NCCL_BASE_LAT + (steps * (double)(n - 1) - net_steps) * intra +
+                            net_steps * NCCL_NET_LAT;
+    double t = data / bw + count * ring_lat;
+    if (steps == 2.0 && nodes > 1) {
+        const int ppn = grp.ppn > 0 ? grp.ppn : 1;
+        const double tree_lat = NCCL_BASE_LAT + 2.0 * ((double)(ppn - 1) * NCCL_TREE_INTRA_LAT +
+                                                       log2((double)nodes) * NCCL_NET_LAT);
+        const double tree = data / (bw * NCCL_TREE_BW) + count * tree_lat;
+        t = tree < t ? tree : t;
+    }
+    return t;
 }
 
 /* Selective checkpointing recomputes a block's 2nd, 4th, ... matmul in call order
@@ -229,15 +291,59 @@ static double kernels_fwd(const struct model_spec *m, const struct train_config 
  * holding its expert and the result back (dispatch and combine all-to-alls), in each
  * forward pass and again for the gradients in backward; on the critical path (the experts
  * wait for their tokens). An all-to-all moves (ep - 1) / ep of a rank's data once, the
- * cost ring() gives one step. */
+ * cost collective() gives one step. */
 static void expert_all_to_all(const struct model_plan *p, const struct train_config *c,
                               const struct gpu_spec *g, double fwd_passes, struct speed_prepared *sp)
 {
     const double e = c->precision == PREC_FP32 ? 4.0 : 2.0;
     const double count = 2.0 * (double)p->moe_layers * (fwd_passes + 1.0);
     const double per_tok = (double)p->spec.experts_per_tok * (double)p->spec.hidden * e * count;
-    sp->act_comm_tok += ring(per_tok, train_ep(c), 1.0, 0, g);
-    sp->act_comm_fixed_s += ring(0, train_ep(c), 1.0, count, g);
+    /* the EP ranks are DP neighbours: laid out like the DP group, ep of them */
+    struct comm_group epg = dp_group(c, g);
+    epg.n = train_ep(c);
+    epg.ppn = epg.ppn < epg.n ? epg.ppn : epg.n;
+    sp->act_comm_tok += collective(per_tok, epg, 1.0, 0, g);
+    sp->act_comm_fixed_s += collective(0, epg, 1.0, count, g);
+}
+
+/* Megatron's pipeline: each stage sends its output forward and receives a gradient back
+ * per micro-batch, [s, b, h] split over the TP ranks (p2p_communication.py,
+ * scatter_gather_tensors_in_pipeline), blocking (its 1F1B waits on each transfer), over
+ * the network when a stage fills a node (tp x dp >= GPUs a node), else the node's link. */
+static void prepare_p2p(const struct model_plan *p, const struct train_config *c,
+                        const struct gpu_spec *g, struct speed_prepared *sp)
+{
+    sp->p2p_tok = sp->p2p_fixed_s = 0;
+    if (train_pp(c) < 2)
+        return;
+    const double e = c->precision == PREC_FP32 ? 4.0 : 2.0;
+    const bool across = c->tp * c->dp >= per_node_of(g) && g->internode_gbs > 0;
+    const double link = (across ? g->internode_gbs : g->interconnect_gbs) * 1e9 * SPEED_LINK_EFF;
+    sp->p2p_tok = 2.0 * e * (double)p->spec.hidden / (double)c->tp / link;
+    sp->p2p_fixed_s = 2.0 * (NCCL_BASE_LAT + (across ? NCCL_NET_LAT : 3.4e-6));
+}
+
+/* ZeRO-Offload (Ren et al., USENIX ATC 2021, section 4; DeepSpeed stage3.py with
+ * offload_optimizer): each rank's 16-bit gradient partition goes to pinned host memory
+ * during backward (overlapped, as the reduce-scatters are), DeepSpeedCPUAdam updates the
+ * fp32 master partition there, and the updated 16-bit partition comes back before the next
+ * forward: the CPU step and the upload are exposed. The CPU step is memory-bound: it reads
+ * the fp32 gradient, master weight and two states and writes master, states and the 16-bit
+ * copy, 30 bytes a parameter, at SPEED_HOST_EFF of the node's DRAM bandwidth shared by its
+ * GPUs. With offload_param every gather first fetches its partition over PCIe (forward and
+ * backward), prefetched like the gathers. */
+static void prepare_offload(const struct model_plan *p, const struct train_config *c,
+                            const struct gpu_spec *g, double trained, struct speed_prepared *sp)
+{
+    const double pcie = (g->pcie_gbs > 0 ? g->pcie_gbs : SPEED_PCIE_DEFAULT_GBS) * 1e9 * SPEED_PCIE_EFF;
+    const double dram = (g->host_mem_gbs > 0 ? g->host_mem_gbs : SPEED_HOST_DEFAULT_GBS) * 1e9 * SPEED_HOST_EFF;
+    const int per_node = per_node_of(g);
+    const double sharing = (double)(c->gpus < per_node ? c->gpus : per_node);
+    const double share = trained / (double)c->dp, e = c->precision == PREC_FP32 ? 4.0 : 2.0;
+    sp->comm_fixed_s += share * e / pcie;                       /* gradients down */
+    sp->comm_post_s += share * e / pcie + share * 30.0 / (dram / sharing); /* step, upload */
+    if (c->offload == OFFLOAD_PARAMS)
+        sp->comm_fixed_s += 2.0 * (double)p->params / (double)c->dp * e / pcie;
 }
 
 static void prepare_comm(const struct model_plan *p, const struct train_config *c,
@@ -245,40 +351,68 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
                          struct speed_prepared *sp)
 {
     const double tp = (double)c->tp, units = (double)(p->spec.layers + 1);
-    double grad_bytes = trained / tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
+    const double e = c->precision == PREC_FP32 ? 4.0 : 2.0, stages = (double)train_pp(c);
+    double grad_bytes = trained / tp * e / stages;
     /* ZeRO-3 gathers a rank's own experts only (over the dp / ep ranks that hold them) */
     double p16 = ((double)p->params - (double)p->expert_p * (1.0 - 1.0 / (double)train_ep(c))) /
-                 tp * (c->precision == PREC_FP32 ? 4.0 : 2.0);
+                 tp * e / stages;
+    const struct comm_group dp = dp_group(c, g);
     sp->overlap = OVERLAP_NONE;
-    sp->comm_fixed_s = sp->comm_first_s = 0;
+    sp->comm_fixed_s = sp->comm_first_s = sp->comm_post_s = 0;
     switch (c->method) {
     case METHOD_CDP: /* DDP: bucketed all-reduce of the gradients during backward */
         sp->overlap = OVERLAP_DDP;
-        sp->comm_fixed_s = ring(grad_bytes, c->dp, 2.0, ceil(grad_bytes / SPEED_DDP_BUCKET_BYTES), g);
-        sp->comm_first_s = ring(grad_bytes < SPEED_DDP_BUCKET_BYTES ? grad_bytes : SPEED_DDP_BUCKET_BYTES,
-                                c->dp, 2.0, 1.0, g);
+        sp->comm_fixed_s = collective(grad_bytes, dp, 2.0, ceil(grad_bytes / SPEED_DDP_BUCKET_BYTES), g);
+        sp->comm_first_s = collective(grad_bytes < SPEED_DDP_BUCKET_BYTES ? grad_bytes : SPEED_DDP_BUCKET_BYTES,
+                                      dp, 2.0, 1.0, g);
+        break;
+    case METHOD_ZERO1:
+    case METHOD_ZERO2: {
+        /* DeepSpeed stage 1/2: gradients reduce-scattered in reduce_bucket_size buckets
+         * (hidden x hidden elements under the HF Trainer) during backward (overlap_comm), the
+         * updated 16-bit parameters all-gathered after the step (exposed) */
+        const double bucket = (double)p->spec.hidden * (double)p->spec.hidden * e;
+        sp->overlap = OVERLAP_DDP;
+        sp->comm_fixed_s = collective(grad_bytes, dp, 1.0, ceil(grad_bytes / bucket), g);
+        sp->comm_first_s = collective(grad_bytes < bucket ? grad_bytes : bucket, dp, 1.0, 1.0, g);
+        sp->comm_post_s = collective(grad_bytes, dp, 1.0, 1.0, g);
+        break;
+    }
+    case METHOD_PP:
+        /* Megatron's distributed optimizer over DP, per stage: reduce-scatter of the fp32
+         * main gradients, all-gather of the bf16 parameters, after the pipeline drains
+         * (overlap_grad_reduce and overlap_param_gather are off by default) */
+        sp->comm_post_s = collective(grad_bytes * (c->precision == PREC_FP32 ? 1.0 : 2.0), dp, 1.0, 1.0, g) +
+                          collective(grad_bytes, dp, 1.0, 1.0, g);
         break;
     case METHOD_ADP:
-    case METHOD_DPTP: /* ZeRO-3/FSDP: gather for forward and backward, reduce-scatter grads,
-                       * one unit (block) ahead of compute; the first gather is exposed */
+    case METHOD_DPTP:
+    case METHOD_OFFLOAD: /* ZeRO-3/FSDP: gather for forward and backward, reduce-scatter
+                          * grads, one unit (block) ahead of compute; the first gather is
+                          * exposed */
         sp->overlap = OVERLAP_FSDP;
-        sp->comm_fixed_s = 2.0 * ring(p16, c->dp, 1.0, units, g) + ring(grad_bytes, c->dp, 1.0, units, g);
+        sp->comm_fixed_s = 2.0 * collective(p16, dp, 1.0, units, g) + collective(grad_bytes, dp, 1.0, units, g);
         sp->comm_first_s = sp->comm_fixed_s / units;
+        if (c->method == METHOD_OFFLOAD)
+            prepare_offload(p, c, g, trained, sp);
         break;
     default:
         break;
     }
     /* TP: two all-reduces of a [tokens, h] activation per block forward, two backward, on
-     * the critical path (Megatron-LM: the next GEMM needs the reduced activation) */
+     * the critical path (Megatron-LM: the next GEMM needs the reduced activation); a
+     * pipeline stage holds 1/pp of the blocks */
     sp->act_comm_tok = sp->act_comm_fixed_s = 0;
     if (c->tp > 1) {
-        double e = c->precision == PREC_FP32 ? 4.0 : 2.0;
-        double per_tok = (double)p->spec.hidden * e * (double)p->spec.layers * 2.0 * (fwd_passes + 1.0);
-        sp->act_comm_tok = ring(per_tok, c->tp, 2.0, 0, g);
-        sp->act_comm_fixed_s = ring(0, c->tp, 2.0, 2.0 * (double)p->spec.layers * (fwd_passes + 1.0), g);
+        const struct comm_group tpg = tp_group(c, g);
+        double blocks = (double)p->spec.layers / stages;
+        double per_tok = (double)p->spec.hidden * e * blocks * 2.0 * (fwd_passes + 1.0);
+        sp->act_comm_tok = collective(per_tok, tpg, 2.0, 0, g);
+        sp->act_comm_fixed_s = collective(0, tpg, 2.0, 2.0 * blocks * (fwd_passes + 1.0), g);
     }
     if (train_ep(c) > 1)
         expert_all_to_all(p, c, g, fwd_passes, sp);
+    prepare_p2p(p, c, g, sp);
 }
 
 void speed_prepare(const struct model_plan *p, const struct train_config *c,
@@ -325,13 +459,19 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
 
     /* optimizer step: read weights, grads and two states, write weights and states */
     double trained = full ? (double)p->params : (double)plan_lora_params_cfg(p, c);
-    double shard = (c->method == METHOD_ADP || c->method == METHOD_DPTP) ? (double)c->dp : 1.0;
-    if (shard == 1.0) /* expert parallelism without ZeRO-3: a rank's own experts */
+    const bool zero3 = c->method == METHOD_ADP || c->method == METHOD_DPTP || c->method == METHOD_OFFLOAD;
+    if (!zero3) /* expert parallelism without ZeRO-3: a rank's own experts */
         trained -= (full ? (double)p->expert_p
                          : (double)plan_lora_expert_params(p, c->lora_targets, c->lora_r)) *
                    (1.0 - 1.0 / (double)train_ep(c));
+    /* sharded over DP by ZeRO (every stage) and Megatron's distributed optimizer; a
+     * pipeline stage updates its own blocks; the offloaded step runs on the CPU */
+    double shard = (c->method == METHOD_CDP || c->method == METHOD_TP || c->method == METHOD_SINGLE)
+                       ? 1.0 : (double)c->dp;
+    shard *= (double)train_pp(c);
     double wt = c->precision == PREC_BF16_PURE ? 2.0 : 4.0;
-    double opt_bytes = trained / tp / shard * wt * (c->optimizer == OPT_SGD ? 3.0 : 7.0);
+    double opt_bytes = c->method == METHOD_OFFLOAD ? 0
+                     : trained / tp / shard * wt * (c->optimizer == OPT_SGD ? 3.0 : 7.0);
     sp->fixed_s = opt_bytes / sp->bw;
     /* quantized base: each matmul reads the packed weight and writes/reads a 16-bit copy */
     if (!full && c->quant != QUANT_NONE)
@@ -342,6 +482,8 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
         sp->fixed_s += (double)p->embed_p / tp * 8.0 / sp->bw;
     sp->fwd_share = fwd_passes / (fwd_passes + 2.0);
     sp->host_s = kernels_fwd(m, c, gemms) * (elem_passes + 2.0) * SPEED_LAUNCH_S;
+    sp->pp = train_pp(c);
+    sp->pp_micro = train_microbatches(c);
     prepare_comm(p, c, g, trained, fwd_passes, sp);
     speed_fold(sp);
 }
@@ -372,6 +514,26 @@ void speed_fold(struct speed_prepared *sp)
     sp->elem_s_tok = sp->elem_bytes_tok / sp->bw;
 }
 
+/* A pipelined step (1F1B): the m micro-batches pass pp stages in m + pp - 1 slots, each
+ * slot one micro-batch through one stage (1/pp of the blocks: per-micro-batch GPU time and
+ * TP communication / pp) plus its blocking send and receive; the bubble is the pp - 1
+ * slots beyond m, (pp - 1) / (m + pp - 1) of the step (Megatron schedules.py; Narayanan et
+ * al. 2021, section 2.2). The optimizer step and the DP collectives follow once. */
+static void eval_pipeline(const struct speed_prepared *sp, double tok, double mb_gpu,
+                          struct speed_estimate *s)
+{
+    const double pp = (double)sp->pp, m = (double)sp->pp_micro, slots = m + pp - 1.0;
+    const double tp_comm = sp->act_comm_fixed_s + sp->act_comm_tok * tok;
+    const double p2p = sp->p2p_fixed_s + sp->p2p_tok * tok;
+    const double slot = (mb_gpu + tp_comm) / pp + p2p;
+    s->flops *= m / pp;
+    s->compute_s *= m / pp;
+    s->memory_s = sp->elem_s_tok * tok * m / pp + sp->fixed_s;
+    s->bubble_s = (pp - 1.0) * (mb_gpu + tp_comm) / pp;
+    s->comm_s = slots * p2p + m * tp_comm / pp + sp->comm_post_s;
+    s->step_time_s = slot * slots + sp->fixed_s + sp->comm_post_s;
+}
+
 void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
                 struct speed_estimate *s)
 {
@@ -387,6 +549,16 @@ void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
     s->flops = (sp->flops_tok + sp->attn_flops_tok * seq * sp->attn_passes) * tok;
     s->compute_s = gemm_s + attn_s;
     s->memory_s = sp->elem_s_tok * tok + sp->fixed_s;
+    s->bubble_s = 0;
+    double global = b * (double)c->dp;
+    if (sp->pp > 1) {
+        double mb = s->compute_s + sp->elem_s_tok * tok;
+        eval_pipeline(sp, tok, mb > sp->host_s ? mb : sp->host_s, s);
+        global *= (double)sp->pp_micro;
+        s->samples_per_s = global / s->step_time_s;
+        s->tokens_per_s = s->samples_per_s * seq;
+        return;
+    }
     double gpu = s->compute_s + s->memory_s;
     if (gpu < sp->host_s) /* the host cannot launch kernels as fast as they finish */
         gpu = sp->host_s;
@@ -398,9 +570,8 @@ void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
         double bwd = (gpu - sp->fixed_s) * (1.0 - sp->fwd_share);
         exposed = (sp->comm_fixed_s > bwd ? sp->comm_fixed_s - bwd : 0) + sp->comm_first_s;
     }
-    s->comm_s = exposed + sp->act_comm_fixed_s + sp->act_comm_tok * tok;
+    s->comm_s = exposed + sp->comm_post_s + sp->act_comm_fixed_s + sp->act_comm_tok * tok;
     s->step_time_s = gpu + s->comm_s;
-    double global = b * (double)c->dp;
     s->samples_per_s = global / s->step_time_s;
     s->tokens_per_s = s->samples_per_s * seq;
 }

@@ -55,6 +55,15 @@
  * rows `validate` compares (README "Speed model"; re-measure when the model changes).
  * Layouts of one recipe closer than this are reported as within the error. */
 #define SPEED_ERROR_PCT 20.0
+/* Host side of offload (speed.c prepare_offload): pinned host-device copies reach about
+ * 0.8 of the PCIe link (CUDA samples bandwidthTest: ~26 of 32 GB/s on Gen4 x16, ~52 of 64
+ * on Gen5); a CPU Adam step streams host DRAM at about 0.8 of its peak (STREAM triad on
+ * two-socket Xeon and EPYC servers reaches 75-85 %). Without gpus.csv figures: a PCIe
+ * Gen4 x16 link and one 8-channel DDR4-3200 socket. */
+#define SPEED_PCIE_EFF 0.8
+#define SPEED_HOST_EFF 0.8
+#define SPEED_PCIE_DEFAULT_GBS 32.0
+#define SPEED_HOST_DEFAULT_GBS 204.8
 /* At most this many GEMM classes: 8 Linear roles, lm_head, and one LoRA class per role. */
 #define SPEED_GEMM_MAX 24
 
@@ -68,6 +77,7 @@ void speed_gpu_eff(const struct gpu_spec *g, struct speed_gpu_eff *e);
 struct speed_estimate {
     double flops;         /* per GPU per step */
     double compute_s, memory_s, comm_s;
+    double bubble_s;      /* pipeline: the idle pp - 1 slots of a 1F1B step */
     double step_time_s;
     double samples_per_s, tokens_per_s; /* whole job */
 };
@@ -103,6 +113,10 @@ struct speed_prepared {
     enum speed_overlap overlap;
     double comm_fixed_s;     /* gradient and parameter collectives per step */
     double comm_first_s;     /* what prefetching cannot hide: first gather / last bucket */
+    double comm_post_s;      /* after backward, exposed: ZeRO's parameter all-gather, the
+                                distributed optimizer's DP collectives, offload's CPU step */
+    int pp, pp_micro;        /* pipeline stages and micro-batches per step (1, 1 without) */
+    double p2p_tok, p2p_fixed_s; /* a stage's send + receive per micro-batch: s/token, latency */
     double act_comm_tok;     /* TP all-reduce seconds per token (exposed) */
     double act_comm_fixed_s; /* their latency per step */
     /* folded by speed_fold for speed_eval: classes of proportional cost merged */

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const method_names[METHOD_COUNT] = {"single", "cdp", "adp", "tp", "dp+tp"};
+static const char *const method_names[METHOD_COUNT] = {"single", "cdp", "adp", "tp", "dp+tp",
+                                                       "zero1", "zero2", "pp", "offload"};
+static const char *const offload_names[OFFLOAD_COUNT] = {"none", "optimizer", "params"};
 static const char *const precision_names[PREC_COUNT] = {"fp32", "fp16", "bf16", "bf16-pure"};
 static const char *const finetune_names[FT_COUNT] = {"full", "lora", "qlora"};
 static const char *const quant_names[QUANT_COUNT] = {"none", "int8", "nf4", "nf4-dq"};
@@ -35,6 +37,7 @@ const char *optimizer_name(enum optimizer o) { return name_of(optimizer_names, O
 const char *stack_name(enum stack s) { return name_of(stack_names, STACK_COUNT, (int)s); }
 const char *data_shape_name(enum data_shape d) { return name_of(data_shape_names, DATA_COUNT, (int)d); }
 const char *alloc_conf_name(enum alloc_conf a) { return name_of(alloc_conf_names, ALLOC_COUNT, (int)a); }
+const char *offload_name(enum offload_mode m) { return name_of(offload_names, OFFLOAD_COUNT, (int)m); }
 
 int method_parse(const char *s) { return parse_in(method_names, METHOD_COUNT, s); }
 int precision_parse(const char *s) { return parse_in(precision_names, PREC_COUNT, s); }
@@ -44,6 +47,7 @@ int optimizer_parse(const char *s) { return parse_in(optimizer_names, OPT_COUNT,
 int stack_parse(const char *s) { return parse_in(stack_names, STACK_COUNT, s); }
 int data_shape_parse(const char *s) { return parse_in(data_shape_names, DATA_COUNT, s); }
 int alloc_conf_parse(const char *s) { return parse_in(alloc_conf_names, ALLOC_COUNT, s); }
+int offload_parse(const char *s) { return parse_in(offload_names, OFFLOAD_COUNT, s); }
 
 uint32_t stack_features(enum stack s)
 {
@@ -138,6 +142,37 @@ void targets_format(uint32_t targets, char *buf, size_t n)
     }
 }
 
+/* The layout rules of the methods beyond LLMem; NULL when c keeps them. */
+static const char *beyond_llmem_check(const struct train_config *c)
+{
+    const int32_t pp = train_pp(c);
+    if (c->method != METHOD_PP && pp != 1)
+        return "pipeline stages (pp > 1) need method pp";
+    if ((c->method == METHOD_OFFLOAD) != (c->offload != OFFLOAD_NONE))
+        return "offload keeps the optimizer (or parameters) in host memory: method offload only";
+    switch (c->method) {
+    case METHOD_ZERO1:
+    case METHOD_ZERO2:
+        if (c->tp != 1 || c->gpus < 2)
+            return "zero1 and zero2 shard over data parallelism: 2 or more GPUs and tp 1";
+        break;
+    case METHOD_PP:
+        if (pp < 2)
+            return "pp needs 2 or more pipeline stages";
+        break;
+    case METHOD_OFFLOAD:
+        if (c->tp != 1)
+            return "offload is ZeRO-3 over data parallelism: tp 1";
+        break;
+    default:
+        break;
+    }
+    /* LLMem's equations (--paper, the colossal stack) cover its five methods only */
+    if (c->method >= METHOD_ZERO1 && c->stack == STACK_COLOSSAL)
+        return "LLMem's equations (--paper, --stack colossal) cover single, cdp, adp, tp and dp+tp";
+    return NULL;
+}
+
 /* How a stack splits a model for TP decides which degrees are valid.
  * colossal (LLMem's stack, and --paper): Colossal-AI's TP1D shards each weight along its
  * last dimension into tp equal parts (ShardSpec([-1], [tp]); hpcaitech/ColossalAI
@@ -171,8 +206,8 @@ const char *train_tp_check(const struct train_config *c, const struct model_spec
 
 const char *train_config_check(const struct train_config *c, const struct model_spec *m)
 {
-    if (c->gpus < 1 || c->tp < 1 || c->dp < 1 || c->dp * c->tp != c->gpus)
-        return "dp x tp must equal the GPU count";
+    if (c->gpus < 1 || c->tp < 1 || c->dp < 1 || (int64_t)c->dp * c->tp * train_pp(c) != c->gpus)
+        return "dp x tp x pp must equal the GPU count";
     switch (c->method) {
     case METHOD_SINGLE:
         if (c->gpus != 1)
@@ -191,9 +226,17 @@ const char *train_config_check(const struct train_config *c, const struct model_
         if (c->dp < 2 || c->tp < 2)
             return "dp+tp needs dp > 1 and tp > 1";
         break;
+    case METHOD_ZERO1:
+    case METHOD_ZERO2:
+    case METHOD_PP:
+    case METHOD_OFFLOAD:
+        break;
     default:
         return "unknown method";
     }
+    const char *why = beyond_llmem_check(c);
+    if (why)
+        return why;
     const char *tp = train_tp_check(c, m);
     if (tp)
         return tp;

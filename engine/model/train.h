@@ -9,7 +9,16 @@
 
 #include "tensors.h"
 
-enum method { METHOD_SINGLE, METHOD_CDP, METHOD_ADP, METHOD_TP, METHOD_DPTP, METHOD_COUNT };
+/* LLMem's five methods, then the ones beyond it (DESIGN.md section 8): ZeRO stage 1 and 2
+ * (DeepSpeed; FSDP SHARD_GRAD_OP for stage 2), pipeline stages (1F1B, x TP x DP with the
+ * distributed optimizer), ZeRO-3 with host-memory offload. */
+enum method {
+    METHOD_SINGLE, METHOD_CDP, METHOD_ADP, METHOD_TP, METHOD_DPTP,
+    METHOD_ZERO1, METHOD_ZERO2, METHOD_PP, METHOD_OFFLOAD, METHOD_COUNT
+};
+/* What `offload` keeps in host memory: the optimizer (fp32 master weights, states and the
+ * gradients they are updated from), or that and the 16-bit parameter shards too. */
+enum offload_mode { OFFLOAD_NONE, OFFLOAD_OPTIMIZER, OFFLOAD_PARAMS, OFFLOAD_COUNT };
 enum precision { PREC_FP32, PREC_FP16, PREC_BF16, PREC_BF16_PURE, PREC_COUNT };
 enum finetune { FT_FULL, FT_LORA, FT_QLORA, FT_COUNT };
 enum quant { QUANT_NONE, QUANT_INT8, QUANT_NF4, QUANT_NF4_DQ, QUANT_COUNT };
@@ -64,7 +73,7 @@ enum feature {
 
 struct train_config {
     enum method method;
-    int32_t gpus, tp, dp; /* dp * tp == gpus */
+    int32_t gpus, tp, dp; /* dp * tp * pp == gpus */
     int32_t ep;           /* expert parallelism within dp (MoE); 0 or 1: none */
     int32_t micro_batch, seq_len;
     enum precision precision;
@@ -79,7 +88,27 @@ struct train_config {
     uint32_t features;     /* enum feature bits */
     enum data_shape data;  /* variable-length or packed batches */
     enum alloc_conf alloc; /* caching allocator configuration */
+    /* beyond LLMem (0 reads as 1 / none, so older initialisers stay valid) */
+    int32_t pp;            /* pipeline stages: gpus = dp x tp x pp */
+    int32_t microbatches;  /* micro-batches of one pipelined step (method pp) */
+    enum offload_mode offload; /* method offload: what lives in host memory */
 };
+
+/* Pipeline stages and micro-batches per step of a configuration (1 without pp). */
+static inline int32_t train_pp(const struct train_config *c) { return c->pp > 1 ? c->pp : 1; }
+static inline int32_t train_microbatches(const struct train_config *c)
+{
+    return c->pp > 1 && c->microbatches > 1 ? c->microbatches : 1;
+}
+/* Methods whose module lives in 16 bit, its fp32 master copy in the optimizer (DeepSpeed
+ * ZeRO-1/2/3 and Megatron's distributed optimizer), as opposed to torch AMP's (or FSDP's
+ * mixed precision) fp32 parameters with 16-bit compute copies: torchtitan's pipelines shard
+ * each stage with FSDP2 instead. */
+static inline bool train_master_in_optimizer(const struct train_config *c)
+{
+    return c->method == METHOD_ZERO1 || c->method == METHOD_ZERO2 || c->method == METHOD_OFFLOAD ||
+           (c->method == METHOD_PP && c->stack != STACK_TORCHTITAN);
+}
 
 /* --grad-ckpt: off, on (every block recomputed), selective (torchtitan's op-level SAC:
  * matmul outputs alternate saved/recomputed, attention outputs saved, pointwise ops
@@ -97,6 +126,7 @@ const char *optimizer_name(enum optimizer o);
 const char *stack_name(enum stack s);
 const char *data_shape_name(enum data_shape d); /* "variable", "packed" */
 const char *alloc_conf_name(enum alloc_conf a); /* "default", "expandable" */
+const char *offload_name(enum offload_mode m);  /* "none", "optimizer", "params" */
 
 /* Name -> value; return -1 when the name is unknown. */
 int method_parse(const char *s);
@@ -107,6 +137,7 @@ int optimizer_parse(const char *s);
 int stack_parse(const char *s);
 int data_shape_parse(const char *s);
 int alloc_conf_parse(const char *s);
+int offload_parse(const char *s);
 
 /* The default features of a stack (README "Stacks"). */
 uint32_t stack_features(enum stack s);
@@ -120,7 +151,8 @@ int targets_parse_with(const char *s, const char *extra, uint32_t extra_bits, ui
 void targets_format(uint32_t targets, char *buf, size_t n);
 
 /* Checks that a configuration is coherent for model m (tp divides the GPU count and what
- * the stack splits, single runs on one GPU, ep divides dp and the experts, ...). Returns
+ * the stack splits, single runs on one GPU, ep divides dp and the experts, dp x tp x pp =
+ * GPUs, ...). Returns
  * NULL when valid, else a static reason. */
 const char *train_config_check(const struct train_config *c, const struct model_spec *m);
 /* The TP part of it: which degrees the stack's way of splitting the model allows (train.c

@@ -1,6 +1,9 @@
 /* space.c: enumeration of the configuration space (see space.h). */
 #include "space.h"
 
+#include "gpu.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,33 +91,108 @@ static void add_ep(struct grow *g, const struct options *o, uint32_t model,
     }
 }
 
-/* The parallel layouts of a method on n GPUs: single 1x1; CDP/ADP n x 1; TP 1 x n; DP+TP
- * every tp in --tp (or every divisor) with dp, tp > 1. */
-static void add_layouts(struct grow *g, const struct options *o, uint32_t model,
-                        const struct model_plan *p, enum method m, int32_t n)
+static bool listed_or_empty(const struct int_list *l, int32_t v)
+{
+    if (!l->n)
+        return true;
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i] == v)
+            return true;
+    return false;
+}
+
+/* The configuration of a layout before the tuning axes are set. */
+static struct train_config layout_config(const struct options *o, enum method m, int32_t n)
 {
     struct train_config c = {.method = m, .gpus = n, .ep = 1, .stack = o->stack,
                              .data = o->data, .alloc = o->alloc};
     c.features = stack_features(o->stack) | (o->eager ? FEAT_EAGER_ATTN : 0);
+    c.micro_batch = c.seq_len = 1;
+    c.finetune = FT_FULL; /* the layout check ignores the tuning fields */
+    c.offload = m == METHOD_OFFLOAD ? o->offload : OFFLOAD_NONE;
+    return c;
+}
+
+/* Pipeline layouts on n GPUs: every pp in --pp (or every divisor >= 2, at most the layer
+ * count) x every tp in --tp (or every divisor of n / pp up to the GPUs of a node: "tensor
+ * model parallelism should generally be used up to degree g when using g-GPU servers, and
+ * then pipeline model parallelism can be used to scale up ... across servers", Narayanan
+ * et al. 2021, takeaway #1), dp the rest (Megatron's tp x dp x pp grid);
+ * --pp-microbatches per step, 4 x pp by default. */
+static void add_pipelines(struct grow *g, const struct options *o, uint32_t model,
+                          const struct model_plan *p, int32_t n)
+{
+    struct train_config c = layout_config(o, METHOD_PP, n);
+    const int32_t node = o->gpus_per_node > 0 ? o->gpus_per_node : GPU_PER_NODE_DEFAULT;
+    for (int32_t pp = 2; pp <= n && pp <= p->spec.layers; pp++) {
+        if (n % pp || !listed_or_empty(&o->pp, pp))
+            continue;
+        for (int32_t tp = 1; tp <= n / pp; tp++) {
+            if ((n / pp) % tp || !listed_or_empty(&o->tp, tp) || (!o->tp.n && tp > node))
+                continue;
+            c.pp = pp;
+            c.tp = tp;
+            c.dp = n / pp / tp;
+            c.microbatches = o->pp_microbatches > 0 ? o->pp_microbatches : 4 * pp;
+            add_ep(g, o, model, p, c);
+        }
+    }
+}
+
+/* The parallel layouts of a method on n GPUs: single 1x1; CDP/ADP/ZeRO n x 1; TP 1 x n;
+ * DP+TP every tp in --tp (or every divisor) with dp, tp > 1; pipelines (add_pipelines). */
+static void add_layouts(struct grow *g, const struct options *o, uint32_t model,
+                        const struct model_plan *p, enum method m, int32_t n)
+{
+    if (m == METHOD_PP) {
+        add_pipelines(g, o, model, p, n);
+        return;
+    }
+    struct train_config c = layout_config(o, m, n);
     for (int32_t tp = 1; tp <= n; tp++) {
         if (n % tp)
             continue;
-        if (m == METHOD_DPTP && o->tp.n) {
-            bool listed = false;
-            for (int i = 0; i < o->tp.n; i++)
-                listed |= o->tp.v[i] == tp;
-            if (!listed)
-                continue;
-        }
+        if (m == METHOD_DPTP && !listed_or_empty(&o->tp, tp))
+            continue;
         c.tp = tp;
         c.dp = n / tp;
-        c.micro_batch = c.seq_len = 1;
-        c.finetune = FT_FULL; /* the layout check ignores the tuning fields */
-        c.lora_r = 0;
-        c.lora_targets = 0;
-        c.quant = QUANT_NONE;
         add_ep(g, o, model, p, c);
     }
+}
+
+/* Why a method on n GPUs gives no layout for model p: the reason of its first candidate
+ * layout (tp = n for tp, the smallest pipeline for pp, else tp 1). */
+static const char *layout_reason(const struct options *o, const struct model_plan *p,
+                                 enum method m, int32_t n)
+{
+    struct train_config c = layout_config(o, m, n);
+    c.tp = m == METHOD_TP ? n : 1;
+    c.pp = m == METHOD_PP ? (o->pp.n ? o->pp.v[0] : 2) : 1;
+    if (m == METHOD_DPTP)
+        c.tp = o->tp.n ? o->tp.v[0] : 2;
+    if (m == METHOD_PP && c.pp > p->spec.layers)
+        return "pp exceeds the layer count";
+    c.dp = n % (c.tp * c.pp) ? 0 : n / c.tp / c.pp;
+    const char *why = train_config_check(&c, &p->spec);
+    return why ? why : "no --tp/--pp value divides the GPU count";
+}
+
+void space_why_empty(const struct options *o, const struct model_plan *p, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < o->nmethods; k++)
+            for (int gi = 0; gi < o->gpus.n && used + 1 < n; gi++) {
+                const enum method m = (enum method)o->methods[k];
+                int w = snprintf(buf + used, n - used, "%s%s on %d GPU(s): %s", used ? "; " : "",
+                                 method_name(m), o->gpus.v[gi],
+                                 layout_reason(o, p, m, o->gpus.v[gi]));
+                if (w < 0 || (size_t)w >= n - used) {
+                    buf[used] = '\0';
+                    return;
+                }
+                used += (size_t)w;
+            }
 }
 
 int space_build(const struct options *o, const struct model_plan *const *models,

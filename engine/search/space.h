@@ -4,7 +4,7 @@
  * A point's index is outer * (nseq * nbatch) + seq_i * nbatch + batch_i: a total order
  * that the ranking uses to break ties; `--shard` slices whole rank groups (group % N). Invalid
  * combinations never enter the list (single needs 1 GPU, tp divides the GPU count, the
- * heads and the KV heads, dp x tp = GPUs, DP+TP needs both > 1, qlora is nf4). */
+ * heads and the KV heads, dp x tp x pp = GPUs, DP+TP needs both > 1, qlora is nf4). */
 #ifndef LLMEM_SPACE_H
 #define LLMEM_SPACE_H
 
@@ -43,6 +43,10 @@ static inline uint64_t space_points(const struct space *s)
 {
     return (uint64_t)s->nouter * (uint64_t)s->nseq * (uint64_t)s->nbatch;
 }
+
+/* When space_build finds no configuration: why, per method and GPU count, for model p
+ * ("tp on 16 GPU(s): tp must divide ..."), written into buf (truncated to n). */
+void space_why_empty(const struct options *o, const struct model_plan *p, char *buf, size_t n);
 
 /* The full configuration of a point index; returns the outer entry. */
 const struct space_outer *space_decode(const struct space *s, uint64_t index,

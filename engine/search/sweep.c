@@ -24,7 +24,8 @@ int sweep_hit_cmp(const void *a, const void *b)
 }
 
 /* LLMem's Algorithm 1 score: samples per iteration, CDP credited 1.5x against ZeRO-3's
- * 1.5x communication volume (reference section 7). */
+ * 1.5x communication volume (reference section 7); the methods the paper lacks score their
+ * samples per iteration. */
 static double llmem_score(const struct train_config *c)
 {
     double bs = (double)c->micro_batch;
@@ -35,6 +36,12 @@ static double llmem_score(const struct train_config *c)
         return bs * c->gpus;
     case METHOD_DPTP:
         return bs * c->dp;
+    case METHOD_ZERO1: /* beyond the paper: samples per iteration, as ADP */
+    case METHOD_ZERO2:
+    case METHOD_OFFLOAD:
+        return bs * c->dp;
+    case METHOD_PP:
+        return bs * c->dp * train_microbatches(c);
     default:
         return bs;
     }

@@ -2,7 +2,8 @@
 # loses no fitting configuration.
 source "$(dirname "$0")/../cli_lib.sh"
 args=(--budget 24GiB --gpu A10G-24GB --model Qwen/Qwen2.5-0.5B --model meta-llama/Llama-3.2-1B
-      --model microsoft/phi-2 --batch 1..24 --seq 512,1024,2048 --top 0 --quiet)
+      --model microsoft/phi-2 --gpus 1,4,16 --methods single,adp,zero1,pp,offload --pp 2,4
+      --precision bf16,fp32 --batch 1..24 --seq 512,1024,2048 --top 0 --quiet)
 
 "$BIN" "${args[@]}" --threads 1 --out "$TMP/t1.csv"
 "$BIN" "${args[@]}" --threads 2 --out "$TMP/t2.csv"
@@ -23,7 +24,7 @@ cmp -s "$TMP/top.csv" "$TMP/ptop.csv" || fail "top-20 shards + merge differ from
 
 # the LoRA rank axis is pruned too, and loses nothing
 rank=(--budget 24GiB --gpu A10G-24GB --model meta-llama/Llama-3.1-8B --finetune lora,qlora
-      --lora-r 8,64,512,2048 --top 0 --quiet)
+      --lora-r 8,64,512,2048 --gpus 1,4,16 --methods single,cdp,zero2,pp,offload --pp 4 --top 0 --quiet)
 "$BIN" "${rank[@]}" --out "$TMP/r1.csv"
 "$BIN" "${rank[@]}" --no-prune --out "$TMP/r2.csv"
 cmp -s "$TMP/r1.csv" "$TMP/r2.csv" || fail "rank pruning changes the fitting set"

@@ -62,4 +62,9 @@ expect_err "bound by"
   --format json > "$TMP/big.json" || true
 python3 -c "import json,sys; j=json.load(open('$TMP/big.json')); sys.exit(0 if j['peak_bytes'] > 2**40 else 1)" \
   || fail "405B at 128k tokens does not give a huge peak"
+# an empty space says why
+expect_exit 1 "$BIN" --budget 80GiB --model meta-llama/Llama-3.1-8B --gpus 16 --methods tp --quiet
+expect_err "the space is empty: tp on 16 GPU(s): tp must divide the attention heads and the KV heads"
+expect_exit 2 "$BIN" explain --model gpt2 --method pp --paper
+expect_err "LLMem's equations (--paper, --stack colossal) cover single, cdp, adp, tp and dp+tp"
 finish

@@ -49,4 +49,23 @@ import json, sys
 t = [json.load(open(f"{sys.argv[1]}/node-{n}.json"))["speed"]["step_time_s"] for n in (8, 16)]
 sys.exit(0 if t[0] > t[1] else 1)
 PY
+# methods beyond LLMem: a pipeline reports its stages, micro-batches and bubble; offload its host
+# memory; ZeRO-1 < DDP < and ZeRO-2 <= ZeRO-1 in peak (the same 8B full fine-tuning on 8 GPUs)
+m8=(--model meta-llama/Llama-3.1-8B --gpus 8 --micro-batch 2 --seq 4096 --precision bf16 --format json)
+for m in cdp zero1 zero2 adp offload; do
+  "$BIN" explain "${m8[@]}" --method "$m" > "$TMP/m-$m.json" || fail "explain --method $m failed"
+done
+"$BIN" explain "${m8[@]}" --method pp --pp 4 --tp 2 > "$TMP/m-pp.json" || fail "explain --method pp failed"
+python3 - "$TMP" <<'PY' || fail "beyond-LLMem methods: peaks, pipeline or host fields wrong"
+import json, sys
+j = {m: json.load(open(f"{sys.argv[1]}/m-{m}.json")) for m in ("cdp", "zero1", "zero2", "adp", "offload", "pp")}
+p = {m: v["peak_bytes"] for m, v in j.items()}
+ok = p["zero2"] <= p["zero1"] < p["cdp"] and p["offload"] < p["adp"]
+ok &= j["pp"]["inputs"]["pp"] == 4 and j["pp"]["inputs"]["pp_microbatches"] == 16
+ok &= j["pp"]["inputs"]["dp"] == 1 and j["pp"]["speed"]["bubble_s"] > 0
+ok &= j["offload"]["host_bytes"] > 0 and j["offload"]["inputs"]["offload"] == "optimizer"
+sys.exit(0 if ok else 1)
+PY
+"$BIN" explain "${m8[@]}" --method pp --pp 4 --format text | grep -q "x pp 4, 16 micro-batches a step" \
+  || fail "explain text lacks the pipeline layout"
 finish
