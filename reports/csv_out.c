@@ -23,7 +23,12 @@ const char *const report_csv_columns[] = {
     /* appended: 1 when within the speed model's error of the recipe's fastest */
     "speed_within_error",
     /* appended: the expert-parallel degree (1 for dense models) */
-    "ep", NULL,
+    "ep",
+    /* appended: the recipe and configuration ids (stable across runs, catalogs and
+     * versions: answer.h) and tokens/s per GPU */
+    "recipe_id", "config_id", "tokens_per_s_gpu",
+    /* appended: the fewest GPUs any layout of the recipe fits on, over the whole space */
+    "recipe_min_gpus", NULL,
 };
 
 static int field(FILE *f, const char *s, bool last)
@@ -52,10 +57,11 @@ static int write_row(FILE *f, const struct report_row *r)
     for (int t = 0; t < TERM_COUNT; t++)
         rc |= fprintf(f, "%.3f,", r->term_gib[t]) < 0;
     rc |= field(f, r->rule, false);
-    rc |= fprintf(f, "%.6f,%.3f,%.1f,%d,%" PRIu64 ",%.17g,%" PRIu64 ",%.3f,%.3f,%.3f,%d,%d\n",
+    rc |= fprintf(f, "%.6f,%.3f,%.1f,%d,%" PRIu64 ",%.17g,%" PRIu64 ",%.3f,%.3f,%.3f,%d,%d,%s,%s,%.1f,%d\n",
                   r->step_time_s, r->samples_per_s, r->tokens_per_s, r->fits ? 1 : 0, r->index,
                   r->score, r->peak_bytes, r->allocated_gib, r->reserved_gib, r->peak_hi_gib,
-                  r->speed_tie ? 1 : 0, train_ep(c)) < 0;
+                  r->speed_tie ? 1 : 0, train_ep(c), r->recipe_id, r->config_id,
+                  r->tokens_per_s_gpu, (int)r->recipe_min_gpus) < 0;
     return rc ? -1 : 0;
 }
 
@@ -167,6 +173,13 @@ static int read_row(struct cursor *c, struct report_row *r)
     r->peak_hi_gib = number(c);
     r->speed_tie = integer(c, 0, 1) == 1;
     k->ep = (int32_t)integer(c, 1, 4096);
+    /* the ids are a function of the knobs: recomputed, so a row always carries its own */
+    text(c);
+    text(c);
+    r->tokens_per_s_gpu = number(c);
+    r->recipe_min_gpus = (int32_t)integer(c, 0, 4096);
+    answer_recipe_id(r->model, k, r->recipe_id);
+    answer_config_id(r->model, k, r->config_id);
     return c->failed ? -1 : 0;
 }
 

@@ -78,7 +78,11 @@ static void options_from(const char *line, struct options *o, char *buf, size_t 
 static struct space build(const struct options *o, const struct model_plan *const *plans, size_t n)
 {
     struct space s;
-    assert_int_equal(space_build(o, plans, n, &s), 0);
+    struct space_axes *a = malloc(sizeof *a);
+    assert_non_null(a);
+    options_space_axes(o, a);
+    assert_int_equal(space_build(a, plans, n, &s), 0);
+    free(a);
     return s;
 }
 
