@@ -25,7 +25,12 @@ const char *const report_csv_columns[] = {
     /* appended: the expert-parallel degree (1 for dense models) */
     "ep",
     /* appended: pipeline stages, micro-batches a pipelined step, offload, host memory a GPU */
-    "pp", "pp_microbatches", "offload", "host_gib", NULL,
+    "pp", "pp_microbatches", "offload", "host_gib",
+    /* appended: the recipe and configuration ids (stable across runs, catalogs and
+     * versions: answer.h) and tokens/s per GPU */
+    "recipe_id", "config_id", "tokens_per_s_gpu",
+    /* appended: the fewest GPUs any layout of the recipe fits on, over the whole space */
+    "recipe_min_gpus", NULL,
 };
 
 static int field(FILE *f, const char *s, bool last)
@@ -58,8 +63,10 @@ static int write_row(FILE *f, const struct report_row *r)
                   r->step_time_s, r->samples_per_s, r->tokens_per_s, r->fits ? 1 : 0, r->index,
                   r->score, r->peak_bytes, r->allocated_gib, r->reserved_gib, r->peak_hi_gib,
                   r->speed_tie ? 1 : 0, train_ep(c)) < 0;
-    rc |= fprintf(f, "%d,%d,%s,%.3f\n", train_pp(c), train_microbatches(c), offload_name(c->offload),
+    rc |= fprintf(f, "%d,%d,%s,%.3f,", train_pp(c), train_microbatches(c), offload_name(c->offload),
                   r->host_gib) < 0;
+    rc |= fprintf(f, "%s,%s,%.1f,%d\n", r->recipe_id, r->config_id, r->tokens_per_s_gpu,
+                  (int)r->recipe_min_gpus) < 0;
     return rc ? -1 : 0;
 }
 
@@ -175,6 +182,13 @@ static int read_row(struct cursor *c, struct report_row *r)
     k->microbatches = (int32_t)integer(c, 1, 65536);
     k->offload = (enum offload_mode)named(c, offload_parse);
     r->host_gib = number(c);
+    /* the ids are a function of the knobs: recomputed, so a row always carries its own */
+    text(c);
+    text(c);
+    r->tokens_per_s_gpu = number(c);
+    r->recipe_min_gpus = (int32_t)integer(c, 0, 4096);
+    answer_recipe_id(r->model, k, r->recipe_id);
+    answer_config_id(r->model, k, r->config_id);
     return c->failed ? -1 : 0;
 }
 

@@ -44,10 +44,13 @@ static const char *const script_lines[] = {
     "    if (th) sortBy(t, th, !m[1]);",
     "    t.classList.add('js-sortable');",
     "  });",
+    "  Array.prototype.forEach.call(document.querySelectorAll('.kpi b'), function (b) {",
+    "    if (b.scrollWidth > b.clientWidth + 1) b.setAttribute('data-clipped', '');",
+    "  });",
     "}());",
     NULL,
 };
-#define SCRIPT_SHA256 "sha256-f7zWm2qNO2BeyZVoAHMPv5CfdrWQzejbRNFpyRUpBUA="
+#define SCRIPT_SHA256 "sha256-OMU+F3lr7NtDgga/eTxjynHTuaDqe2yzeslDJC2fUzc="
 
 /* img-src data: only for the empty favicon, which stops the browser asking for one */
 #define CSP "default-src 'none'; style-src 'unsafe-inline'; script-src '" SCRIPT_SHA256 \
@@ -81,7 +84,7 @@ static const char *const css_lines[] = {
     "margin:0 0 20px}",
     ".kpi{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 14px}",
     ".kpi b{display:block;font-size:20px;font-weight:650;font-variant-numeric:tabular-nums;",
-    "white-space:nowrap;overflow:hidden;text-overflow:ellipsis}",
+    "overflow-wrap:anywhere}",
     ".kpi span{color:var(--muted);font-size:11.5px;text-transform:uppercase;letter-spacing:.05em}",
     ".kpi small{font-size:12px;font-weight:500;color:var(--muted)}",
     ".card{background:var(--card);border:1px solid var(--line);border-radius:10px;",

@@ -40,19 +40,19 @@ static void print_names(FILE *f, const int *v, int n, const char *(*name)(int), 
         fprintf(f, "%s%s", i ? sep : "", name(v[i]));
 }
 
-static void print_targets(FILE *f, const struct options *opt, const char *sep)
+static void print_targets(FILE *f, const struct report_inputs *opt, const char *sep)
 {
-    for (int i = 0; i < opt->ntargets; i++) {
+    for (int i = 0; i < opt->axes.ntargets; i++) {
         char t[96];
-        targets_format(opt->targets[i], t, sizeof t);
+        targets_format(opt->axes.targets[i], t, sizeof t);
         fprintf(f, "%s%s", i ? sep : "", t);
     }
 }
 
-static void print_ckpts(FILE *f, const struct options *opt, const char *sep)
+static void print_ckpts(FILE *f, const struct report_inputs *opt, const char *sep)
 {
-    for (int i = 0; i < opt->nckpts; i++)
-        fprintf(f, "%s%s", i ? sep : "", opt->ckpts[i] == CKPT_ON ? "on" : opt->ckpts[i] == CKPT_SELECTIVE ? "selective" : "off");
+    for (int i = 0; i < opt->axes.nckpts; i++)
+        fprintf(f, "%s%s", i ? sep : "", opt->axes.ckpts[i] == CKPT_ON ? "on" : opt->axes.ckpts[i] == CKPT_SELECTIVE ? "selective" : "off");
 }
 
 /* A size as --budget takes it, exactly: the largest binary unit that divides it. */
@@ -95,60 +95,60 @@ static void print_shell_word(FILE *f, const char *s)
 
 static uint64_t budget_bytes(const struct report *r)
 {
-    if (r->sweep)
-        return r->sweep->budget;
-    return r->meta.opt ? r->meta.opt->budget : 0;
+    if (r->meta.budget_bytes)
+        return r->meta.budget_bytes;
+    return r->meta.in ? r->meta.in->budget : 0;
 }
 
-static void print_axes_args(FILE *f, const struct options *opt)
+static void print_axes_args(FILE *f, const struct report_inputs *opt)
 {
     fputs(" --methods ", f);
-    print_names(f, opt->methods, opt->nmethods, name_method, ",");
+    print_names(f, opt->axes.methods, opt->axes.nmethods, name_method, ",");
     fputs(" --gpus ", f);
-    print_ints(f, &opt->gpus, ",");
-    if (opt->tp.n) {
+    print_ints(f, &opt->axes.gpus, ",");
+    if (opt->axes.tp.n) {
         fputs(" --tp ", f);
-        print_ints(f, &opt->tp, ",");
+        print_ints(f, &opt->axes.tp, ",");
     }
-    if (opt->pp.n) {
+    if (opt->axes.pp.n) {
         fputs(" --pp ", f);
-        print_ints(f, &opt->pp, ",");
+        print_ints(f, &opt->axes.pp, ",");
     }
-    if (opt->pp_microbatches > 0)
-        fprintf(f, " --pp-microbatches %d", opt->pp_microbatches);
-    if (opt->offload == OFFLOAD_PARAMS)
+    if (opt->axes.pp_microbatches > 0)
+        fprintf(f, " --pp-microbatches %d", opt->axes.pp_microbatches);
+    if (opt->axes.offload == OFFLOAD_PARAMS)
         fputs(" --offload params", f);
-    if (opt->gpus_per_node > 0)
-        fprintf(f, " --gpus-per-node %d", opt->gpus_per_node);
+    if (opt->axes.gpus_per_node > 0)
+        fprintf(f, " --gpus-per-node %d", opt->axes.gpus_per_node);
     fputs(" --batch ", f);
-    print_ints(f, &opt->batch, ",");
+    print_ints(f, &opt->axes.batch, ",");
     fputs(" --seq ", f);
-    print_ints(f, &opt->seq, ",");
+    print_ints(f, &opt->axes.seq, ",");
     fputs(" --precision ", f);
-    print_names(f, opt->precisions, opt->nprecisions, name_precision, ",");
+    print_names(f, opt->axes.precisions, opt->axes.nprecisions, name_precision, ",");
     fputs(" --finetune ", f);
-    print_names(f, opt->finetunes, opt->nfinetunes, name_finetune, ",");
+    print_names(f, opt->axes.finetunes, opt->axes.nfinetunes, name_finetune, ",");
     fputs(" --quant ", f);
-    print_names(f, opt->quants, opt->nquants, name_quant, ",");
+    print_names(f, opt->axes.quants, opt->axes.nquants, name_quant, ",");
     fputs(" --lora-r ", f);
-    print_ints(f, &opt->lora_r, ",");
+    print_ints(f, &opt->axes.lora_r, ",");
     fputs(" --lora-targets ", f);
     print_targets(f, opt, ",");
     fputs(" --grad-ckpt ", f);
     print_ckpts(f, opt, ",");
     fputs(" --optimizer ", f);
-    print_names(f, opt->optimizers, opt->noptimizers, name_optimizer, ",");
+    print_names(f, opt->axes.optimizers, opt->axes.noptimizers, name_optimizer, ",");
 }
 
-static void print_mode_args(FILE *f, const struct options *opt)
+static void print_mode_args(FILE *f, const struct report_inputs *opt)
 {
-    if (opt->stack != STACK_HF && !opt->paper)
-        fprintf(f, " --stack %s", stack_name(opt->stack));
-    if (opt->eager)
+    if (opt->axes.stack != STACK_HF && !opt->paper)
+        fprintf(f, " --stack %s", stack_name(opt->axes.stack));
+    if (opt->axes.eager)
         fputs(" --attention eager", f);
     if (opt->paper)
         fputs(" --paper", f);
-    if (opt->rank == RANK_LLMEM)
+    if (opt->llmem_rank)
         fputs(" --rank llmem", f);
     if (opt->base_set) {
         fputs(" --base ", f);
@@ -172,12 +172,12 @@ static void print_mode_args(FILE *f, const struct options *opt)
 static void write_command(struct html_out *o)
 {
     FILE *f = o->f;
-    const struct options *opt = o->r->meta.opt;
-    const struct sweep *s = o->r->sweep;
+    const struct report_inputs *opt = o->r->meta.in;
+    const struct report_meta *m = &o->r->meta;
     fputs("<dt>Command</dt><dd><pre class=\"cmd\">llmem-sweep --gpu ", f);
     print_shell_word(f, o->r->meta.gpu);
     /* --gpu makes the catalog memory the default budget: say --budget only when it differs */
-    if (!s || s->budget != s->gpu->memory_bytes) {
+    if (!m->budget_bytes || m->budget_bytes != m->gpu_memory_bytes) {
         fputs(" --budget ", f);
         print_size(f, budget_bytes(o->r));
     }
@@ -187,7 +187,14 @@ static void write_command(struct html_out *o)
     }
     print_axes_args(f, opt);
     print_mode_args(f, opt);
-    fputs(" --out report.html</pre></dd>\n", f);
+    for (int i = 0; i < opt->nouts; i++) { /* the files this run wrote, beside each other */
+        const char *slash = strrchr(opt->outs[i], '/');
+        fputs(" --out ", f);
+        print_shell_word(f, slash ? slash + 1 : opt->outs[i]);
+    }
+    if (!opt->nouts)
+        fputs(" --format html", f);
+    fputs("</pre></dd>\n", f);
 }
 
 static void write_models_input(struct html_out *o)
@@ -195,10 +202,10 @@ static void write_models_input(struct html_out *o)
     FILE *f = o->f;
     const struct report *r = o->r;
     fputs("<dt>Models</dt><dd>", f);
-    if (r->sweep) {
-        for (size_t i = 0; i < r->sweep->nmodels; i++) {
+    if (r->nmodels) {
+        for (size_t i = 0; i < r->nmodels; i++) {
             fputs(i ? ", " : "", f);
-            html_text(f, r->sweep->models[i].spec.name);
+            html_text(f, r->models[i].name);
         }
     } else {
         size_t shown = 0;
@@ -217,35 +224,35 @@ static void write_models_input(struct html_out *o)
     fputs("</dd>\n", f);
 }
 
-static void write_axes_input(FILE *f, const struct options *opt)
+static void write_axes_input(FILE *f, const struct report_inputs *opt)
 {
     fputs("<dt>Parallel methods</dt><dd>", f);
-    print_names(f, opt->methods, opt->nmethods, name_method, ", ");
+    print_names(f, opt->axes.methods, opt->axes.nmethods, name_method, ", ");
     fputs(" on ", f);
-    print_ints(f, &opt->gpus, ", ");
+    print_ints(f, &opt->axes.gpus, ", ");
     fputs(" GPUs", f);
-    if (opt->tp.n) {
+    if (opt->axes.tp.n) {
         fputs("; TP degrees ", f);
-        print_ints(f, &opt->tp, ", ");
+        print_ints(f, &opt->axes.tp, ", ");
     }
     fputs("</dd>\n<dt>Micro-batches per GPU</dt><dd>", f);
-    print_ints(f, &opt->batch, ", ");
+    print_ints(f, &opt->axes.batch, ", ");
     fputs("</dd>\n<dt>Sequence lengths</dt><dd>", f);
-    print_ints(f, &opt->seq, ", ");
+    print_ints(f, &opt->axes.seq, ", ");
     fputs(" tokens</dd>\n<dt>Precision</dt><dd>", f);
-    print_names(f, opt->precisions, opt->nprecisions, name_precision, ", ");
+    print_names(f, opt->axes.precisions, opt->axes.nprecisions, name_precision, ", ");
     fputs("</dd>\n<dt>Fine-tuning</dt><dd>", f);
-    print_names(f, opt->finetunes, opt->nfinetunes, name_finetune, ", ");
+    print_names(f, opt->axes.finetunes, opt->axes.nfinetunes, name_finetune, ", ");
     fputs("; LoRA ranks ", f);
-    print_ints(f, &opt->lora_r, ", ");
+    print_ints(f, &opt->axes.lora_r, ", ");
     fputs(" on ", f);
     print_targets(f, opt, ", ");
     fputs("; frozen base ", f);
-    print_names(f, opt->quants, opt->nquants, name_quant, ", ");
+    print_names(f, opt->axes.quants, opt->axes.nquants, name_quant, ", ");
     fputs("</dd>\n<dt>Checkpointing, optimizer</dt><dd>", f);
     print_ckpts(f, opt, ", ");
     fputs("; ", f);
-    print_names(f, opt->optimizers, opt->noptimizers, name_optimizer, ", ");
+    print_names(f, opt->axes.optimizers, opt->axes.noptimizers, name_optimizer, ", ");
     fputs("</dd>\n", f);
 }
 
@@ -296,7 +303,7 @@ static void write_gpu_input(struct html_out *o)
     if (m->stack[0]) {
         fputs("<dt>Training stack</dt><dd>", f);
         html_text(f, m->stack);
-        fprintf(f, "%s%s</dd>\n", m->opt && m->opt->eager ? ", eager attention" : "",
+        fprintf(f, "%s%s</dd>\n", m->in && m->in->axes.eager ? ", eager attention" : "",
                 m->paper ? "; LLMem paper equations (--paper)" : "");
     }
 }
@@ -307,13 +314,13 @@ void html_inputs(struct html_out *o)
     const struct report_meta *m = &o->r->meta;
     /* the axes exist once the sweep has filled in their defaults; a merge's options
      * (if it ever passes them) have none */
-    bool axes = m->opt && m->opt->nmethods > 0;
+    bool axes = m->in && m->in->axes.nmethods > 0;
     fputs("<section class=\"card\" id=\"inputs\">\n<h2>The question</h2>\n<dl class=\"inputs\">\n",
           f);
     write_models_input(o);
     write_gpu_input(o);
     if (axes)
-        write_axes_input(f, m->opt);
+        write_axes_input(f, m->in);
     write_rules_input(o);
     fputs("<dt>Version</dt><dd>llmem-sweep ", f);
     html_text(f, m->version ? m->version : "");

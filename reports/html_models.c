@@ -1,11 +1,8 @@
-/* html_models.c: one card per model: its best configuration with the memory breakdown,
- * the method comparison (per method and GPU count: the largest micro-batch that fits, or
- * why nothing does) and peak memory against micro-batch for each parallel layout.
- *
- * The last two need the live sweep: the comparison reads sweep_result.cells, and the
- * chart re-evaluates points of the space with sweep_eval_point (space.h: a point is
- * outer * nseq * nbatch + seq_i * nbatch + batch_i), so every number on the page comes
- * from the same model, rules included, as the ranking. */
+/* html_models.c: one card per model, for its featured recipe (answer.h: the first recipe
+ * in row order with a layout that fits): the best layout with the memory breakdown, the
+ * method comparison (per method and GPU count: the fastest layout that fits, or why
+ * nothing does) and peak memory against micro-batch for each parallel layout. Everything
+ * is read from the answer; nothing here calls the model. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,78 +13,12 @@
 #include "units.h"
 
 #define OPEN_MODELS 3    /* cards open on load; the rest are one click away */
-#define SERIES_MAX 20    /* parallel layouts drawn per chart */
-#define BATCH_POINTS 48  /* micro-batches drawn per layout (evenly picked from the axis) */
-
-/* --- locating points ---------------------------------------------------------------- */
-
-static uint64_t inner_points(const struct sweep *s)
-{
-    return (uint64_t)s->space.nseq * (uint64_t)s->space.nbatch;
-}
-
-static uint32_t point_model(const struct sweep *s, uint64_t index)
-{
-    return s->space.outer[index / inner_points(s)].model;
-}
-
-/* The best ranked fitting row of model m, or NULL. Rows of a live report carry their
- * space index, which names the model exactly (two config.json files may share a name). */
-static const struct report_row *best_row(const struct report *r, uint32_t m)
-{
-    uint64_t points = space_points(&r->sweep->space);
-    for (size_t i = 0; i < r->nrows; i++)
-        if (r->rows[i].fits && r->rows[i].index < points &&
-            point_model(r->sweep, r->rows[i].index) == m)
-            return &r->rows[i];
-    return NULL;
-}
-
-static const struct sweep_cell *cell_at(const struct report *r, uint32_t m, int method, int gi)
-{
-    long c = sweep_cell_index(r->sweep, m, (enum method)method, r->sweep->opt->gpus.v[gi]);
-    return c >= 0 && (size_t)c < r->result->ncells ? &r->result->cells[c] : NULL;
-}
-
-/* When the model's best point is not among the ranked rows (--top cut it), the fastest
- * cell fit stands in; failing that, the closest miss anchors the chart. */
-static bool model_anchor(const struct report *r, uint32_t m, bool fit, uint64_t *index)
-{
-    const struct options *opt = r->sweep->opt;
-    bool found = false;
-    double best_score = 0;
-    uint64_t best_peak = 0;
-    for (int k = 0; k < opt->nmethods; k++)
-        for (int gi = 0; gi < opt->gpus.n; gi++) {
-            const struct sweep_cell *c = cell_at(r, m, opt->methods[k], gi);
-            if (!c)
-                continue;
-            if (fit && c->has_fit && (!found || c->fit_score > best_score)) {
-                best_score = c->fit_score, *index = c->fit_index, found = true;
-            } else if (!fit && c->has_miss && (!found || c->miss_peak < best_peak)) {
-                best_peak = c->miss_peak, *index = c->miss_index, found = true;
-            }
-        }
-    return found;
-}
-
-/* The largest term of the peak phase, the base (CUDA context) aside: it is what a user
- * can act on. */
-static int largest_term(const struct mem_estimate *e)
-{
-    const uint64_t *terms = e->phase[e->peak_phase];
-    int big = TERM_PARAMS;
-    for (int t = TERM_PARAMS; t < TERM_COUNT; t++)
-        if (terms[t] > terms[big])
-            big = t;
-    return big;
-}
 
 /* How far over the budget a peak is, in the unit that shows it (a miss by 4 MiB would
  * otherwise print as "80.00 GiB" against an 80 GiB budget). */
-static void print_over(FILE *f, uint64_t peak, uint64_t budget)
+static void print_over(FILE *f, double peak_gib, double budget_gib)
 {
-    double over = units_gib(peak > budget ? peak - budget : 0);
+    double over = peak_gib > budget_gib ? peak_gib - budget_gib : 0;
     if (over < 1)
         fprintf(f, "+%.0f MiB", over * 1024 < 1 ? 1.0 : over * 1024);
     else
@@ -96,24 +27,20 @@ static void print_over(FILE *f, uint64_t peak, uint64_t budget)
 
 /* "micro-batch 8 × 512 (tuning) needs 81.20 GiB (+1.20 GiB): activations 43.70 GiB
  * during lm_head+loss" */
-void html_why(FILE *f, const struct sweep *s, uint64_t index, bool tuning)
+void html_why(FILE *f, const struct answer_miss *m, double budget_gib, bool tuning)
 {
-    struct sweep_point pt;
     char text[256];
-    sweep_eval_point(s, index, &pt);
-    int big = largest_term(&pt.mem);
-    fprintf(f, "micro-batch %d \xC3\x97 %d", pt.cfg.micro_batch, pt.cfg.seq_len);
+    fprintf(f, "micro-batch %d \xC3\x97 %d", m->cfg.micro_batch, m->cfg.seq_len);
     if (tuning) {
-        html_tuning_text(&pt.cfg, text, sizeof text);
+        html_tuning_text(&m->cfg, text, sizeof text);
         fprintf(f, " (%s)", text);
     }
-    fprintf(f, " needs %.2f GiB (<b>", units_gib(pt.peak));
-    print_over(f, pt.peak, s->budget);
-    fprintf(f, "</b>): largest term %s %.2f GiB during %s", mem_term_name((enum mem_term)big),
-            units_gib(pt.mem.phase[pt.mem.peak_phase][big]), mem_phase_name(pt.mem.peak_phase));
-    if (pt.rule >= 0 && s->rules) {
+    fprintf(f, " needs %.2f GiB (<b>", m->peak_gib);
+    print_over(f, m->peak_gib, budget_gib);
+    fprintf(f, "</b>): largest term %s %.2f GiB during %s", m->term, m->term_gib, m->phase);
+    if (m->rule[0]) {
         fputs("; bound by the measured rule ", f);
-        html_text(f, rules_label(s->rules, pt.rule));
+        html_text(f, m->rule);
     }
 }
 
@@ -157,158 +84,60 @@ static void best_block(struct html_out *o, const struct report_row *w)
 
 /* --- method comparison -------------------------------------------------------------- */
 
-static void comparison_fit(FILE *f, const struct sweep *s, const struct sweep_cell *c)
+static void comparison_row(FILE *f, const struct answer_cell *c, double budget_gib)
 {
-    struct sweep_point pt;
-    char tok[32], text[256];
-    sweep_eval_point(s, c->fit_index, &pt);
-    html_grouped(pt.speed.tokens_per_s, tok, sizeof tok);
-    html_tuning_text(&pt.cfg, text, sizeof text);
-    fprintf(f, "<td class=\"n\">%d</td><td class=\"n\">%.2f</td><td class=\"n\">%s</td>",
-            pt.cfg.micro_batch, units_gib(pt.peak), tok);
-    fprintf(f, "<td>tp %d \xC3\x97 dp %d, seq %d, %s</td>", pt.cfg.tp, pt.cfg.dp,
-            pt.cfg.seq_len, text);
-}
-
-/* What limits a layout. With a fit: the next micro-batch of the same configuration (the
- * point after fit_index on the batch axis) and why it does not fit. Without one: the
- * cell's closest miss, whatever its settings. */
-static void comparison_limit(FILE *f, const struct sweep *s, const struct sweep_cell *c)
-{
-    if (!c->has_fit) {
-        fputs("closest: ", f);
-        html_why(f, s, c->miss_index, true);
-        return;
+    fprintf(f, "<tr><td>%s</td><td class=\"n\">%d</td>", method_name(c->method), (int)c->gpus);
+    if (c->has_fit) {
+        const struct answer_layout *l = &c->fit;
+        char tok[32], tokg[32];
+        html_grouped(l->tokens_per_s, tok, sizeof tok);
+        html_grouped(l->tokens_per_s_gpu, tokg, sizeof tokg);
+        fprintf(f, "<td class=\"n\">%d</td><td class=\"n\">%.2f</td><td class=\"n\">%s</td>"
+                   "<td class=\"n\">%s</td><td>tp %d \xC3\x97 dp %d, checkpointing %s</td>",
+                l->cfg.micro_batch, l->peak_gib, tok, tokg, l->cfg.tp, l->cfg.dp,
+                ckpt_mode_name(&l->cfg));
+    } else {
+        fputs("<td colspan=\"5\" class=\"bad\">does not fit</td>", f);
     }
-    uint64_t nb = (uint64_t)s->space.nbatch;
-    if (c->fit_index % nb == nb - 1) {
-        fputs("the largest micro-batch tried fits", f);
-        return;
-    }
-    struct sweep_point next;
-    sweep_eval_point(s, c->fit_index + 1, &next);
-    if (next.fits) /* cannot happen in a full sweep: fit_batch is the cell's largest */
-        fputs("the next micro-batch fits too", f);
-    else
-        html_why(f, s, c->fit_index + 1, false);
-}
-
-static void comparison_row(FILE *f, const struct sweep *s, const struct sweep_cell *c,
-                           int method, int32_t gpus)
-{
-    fprintf(f, "<tr><td>%s</td><td class=\"n\">%d</td>", method_name((enum method)method),
-            (int)gpus);
-    if (c->has_fit)
-        comparison_fit(f, s, c);
-    else
-        fputs("<td colspan=\"4\" class=\"bad\">does not fit</td>", f);
     fputs("<td class=\"why\">", f);
-    comparison_limit(f, s, c);
+    if (c->has_miss) {
+        fputs(c->has_fit ? "" : "closest: ", f);
+        html_why(f, &c->miss, budget_gib, false);
+    }
     fputs("</td></tr>\n", f);
 }
 
-static void comparison(struct html_out *o, uint32_t m)
+static void comparison(struct html_out *o, const struct answer_model *am)
 {
     FILE *f = o->f;
-    const struct options *opt = o->r->sweep->opt;
-    fputs("<h4>Methods compared</h4>\n<div class=\"tablewrap\"><table class=\"data\">"
+    const struct answer_recipe *k = &o->r->recipes[am->featured];
+    char recipe[256];
+    html_recipe_text(&k->cfg, recipe, sizeof recipe);
+    fputs("<h4>Methods compared for one recipe: ", f);
+    html_text(f, recipe);
+    fputs("</h4>\n<div class=\"tablewrap\"><table class=\"data\">"
           "<thead><tr><th>Method</th><th class=\"n\">GPUs</th>"
-          "<th class=\"n\">Largest micro-batch that fits</th><th class=\"n\">Peak GiB</th>"
-          "<th class=\"n\">Tokens/s</th><th>With</th><th>What stops a larger one</th></tr></thead>"
-          "<tbody>\n", f);
-    for (int k = 0; k < opt->nmethods; k++)
-        for (int gi = 0; gi < opt->gpus.n; gi++) {
-            const struct sweep_cell *c = cell_at(o->r, m, opt->methods[k], gi);
-            /* neither fit nor miss: not a valid layout (single on 2 GPUs), or another
-             * shard's */
-            if (c && (c->has_fit || c->has_miss))
-                comparison_row(f, o->r->sweep, c, opt->methods[k], opt->gpus.v[gi]);
-        }
+          "<th class=\"n\">Micro-batch</th><th class=\"n\">Peak GiB</th>"
+          "<th class=\"n\">Tokens/s</th><th class=\"n\">Tokens/s per GPU</th><th>Layout</th>"
+          "<th>Closest miss (the smallest peak that does not fit)</th></tr></thead><tbody>\n", f);
+    for (size_t i = 0; i < am->ncell; i++)
+        comparison_row(f, &o->r->cells[am->cell0 + i], o->r->meta.budget_gib);
     fputs("</tbody></table></div>\n", f);
-    if (opt->shard_n)
+    if (o->r->meta.in && o->r->meta.in->shard_n)
         fputs("<p class=\"note\">This run is one shard: the comparison covers its slice of "
               "the space only.</p>\n", f);
 }
 
 /* --- peak memory against micro-batch ------------------------------------------------ */
 
-struct series {
-    size_t outer;
-    struct train_config cfg;
-    int n;
-    int32_t batch[BATCH_POINTS];
-    double peak[BATCH_POINTS];
-    double hi[BATCH_POINTS]; /* the error band's upper end */
-    bool fits[BATCH_POINTS];
-    int32_t largest_fit; /* 0 = none */
-};
-
 struct mb_chart {
-    struct series s[SERIES_MAX];
+    const struct answer_series *s;
     int ns;
-    bool cut;            /* more layouts than SERIES_MAX */
-    uint64_t anchor;
+    bool cut;
     double budget, max_peak;
 };
 
-/* Everything but the layout (method, GPUs, tp, dp) and the batch axes is the same. */
-static bool same_tuning(const struct train_config *a, const struct train_config *b)
-{
-    return a->precision == b->precision && a->finetune == b->finetune &&
-           a->lora_r == b->lora_r && a->lora_targets == b->lora_targets &&
-           a->quant == b->quant && a->grad_ckpt == b->grad_ckpt &&
-           a->optimizer == b->optimizer && a->stack == b->stack;
-}
-
-static void eval_series(const struct sweep *s, struct series *ser, int seq_i, double *max_peak)
-{
-    const struct space *sp = &s->space;
-    int nb = sp->nbatch, want = nb < BATCH_POINTS ? nb : BATCH_POINTS;
-    ser->n = 0;
-    ser->largest_fit = 0;
-    for (int k = 0; k < want; k++) {
-        /* evenly spread over the axis, both ends included */
-        int bi = want > 1 ? (int)((int64_t)k * (nb - 1) / (want - 1)) : 0;
-        uint64_t idx = (uint64_t)ser->outer * inner_points(s) + (uint64_t)seq_i * (uint64_t)nb +
-                       (uint64_t)bi;
-        struct sweep_point pt;
-        sweep_eval_point(s, idx, &pt);
-        ser->batch[ser->n] = pt.cfg.micro_batch;
-        ser->peak[ser->n] = units_gib(pt.peak);
-        ser->hi[ser->n] = units_gib(pt.peak_hi);
-        ser->fits[ser->n] = pt.fits;
-        if (pt.fits)
-            ser->largest_fit = pt.cfg.micro_batch;
-        *max_peak = fmax(*max_peak, ser->peak[ser->n]);
-        ser->n++;
-    }
-}
-
-static void collect_series(const struct sweep *s, uint64_t anchor, struct mb_chart *ch)
-{
-    const struct space *sp = &s->space;
-    const struct space_outer *a = &sp->outer[anchor / inner_points(s)];
-    int seq_i = (int)((anchor % inner_points(s)) / (uint64_t)sp->nbatch);
-    ch->ns = 0;
-    ch->cut = false;
-    ch->anchor = anchor;
-    ch->budget = units_gib(s->budget);
-    ch->max_peak = 0;
-    for (size_t oi = 0; oi < sp->nouter; oi++) {
-        if (sp->outer[oi].model != a->model || !same_tuning(&sp->outer[oi].cfg, &a->cfg))
-            continue;
-        if (ch->ns == SERIES_MAX) {
-            ch->cut = true;
-            break;
-        }
-        struct series *ser = &ch->s[ch->ns++];
-        ser->outer = oi;
-        ser->cfg = sp->outer[oi].cfg;
-        eval_series(s, ser, seq_i, &ch->max_peak);
-    }
-}
-
-static void series_marks(FILE *f, const struct svg_plot *p, const struct series *ser, int k,
+static void series_marks(FILE *f, const struct svg_plot *p, const struct answer_series *ser, int k,
                          const char *id)
 {
     char layout[96];
@@ -337,16 +166,6 @@ static void series_marks(FILE *f, const struct svg_plot *p, const struct series 
     }
 }
 
-static void anchor_ring(FILE *f, const struct svg_plot *p, const struct sweep *s,
-                        const struct mb_chart *ch)
-{
-    struct sweep_point pt;
-    sweep_eval_point(s, ch->anchor, &pt);
-    if (units_gib(pt.peak) <= p->y.hi)
-        fprintf(f, "<circle class=\"ring\" cx=\"%.1f\" cy=\"%.1f\" r=\"8\"/>\n",
-                svg_px(p, pt.cfg.micro_batch), svg_py(p, units_gib(pt.peak)));
-}
-
 /* The label sits at the left end: peaks grow with the micro-batch, so the lines cross
  * the budget on the right. */
 static void budget_line_h(FILE *f, const struct svg_plot *p, double budget)
@@ -363,18 +182,19 @@ static void mb_legend(FILE *f, const struct mb_chart *ch)
     for (int k = 0; k < ch->ns; k++) {
         char layout[96];
         html_layout_text(&ch->s[k].cfg, layout, sizeof layout);
-        fprintf(f, "<li><span class=\"sw line c%d\"></span>%s: ", k % 10, layout);
+        fprintf(f, "<li><span class=\"sw line c%d\"></span>%s, checkpointing %s: ", k % 10, layout,
+                ckpt_mode_name(&ch->s[k].cfg));
         if (ch->s[k].largest_fit)
             fprintf(f, "fits up to micro-batch %d</li>", ch->s[k].largest_fit);
         else
             fputs("<span class=\"bad\">no micro-batch fits</span></li>", f);
     }
-    fputs("<li><span class=\"sw ring\"></span>the configuration above</li>"
+    fputs("<li><span class=\"sw ring\"></span>the layout above</li>"
           "<li><span class=\"sw budget\"></span>budget; hollow points are over it</li></ul>\n",
           f);
     if (ch->cut)
         fprintf(f, "<p class=\"note\">Only the first %d parallel layouts are drawn.</p>\n",
-                SERIES_MAX);
+                ANSWER_SERIES_MAX);
 }
 
 /* The y range: the budget with some room, up to twice it, so a layout that explodes
@@ -385,41 +205,42 @@ static double mb_top(const struct mb_chart *ch)
     return svg_nice_ceil(fmax(top, 1.1 * ch->budget), 5);
 }
 
-static void mb_chart(struct html_out *o, uint64_t anchor)
+static void mb_chart(struct html_out *o, const struct answer_model *am)
 {
     FILE *f = o->f;
-    const struct sweep *s = o->r->sweep;
-    struct mb_chart *ch = malloc(sizeof *ch);
-    if (!ch)
+    struct mb_chart ch = {o->r->series + am->series0, (int)am->nseries, am->series_cut,
+                          o->r->meta.budget_gib, 0};
+    if (!ch.ns || !ch.s[0].n)
         return;
-    collect_series(s, anchor, ch);
-    const struct space *sp = &s->space;
-    double lo = sp->batch[0], hi = sp->batch[sp->nbatch - 1], ticks[OPT_LIST_MAX];
-    for (int i = 0; i < sp->nbatch; i++)
-        ticks[i] = sp->batch[i];
-    struct svg_axis x = {lo / 1.25, hi * 1.25, true, ticks, sp->nbatch,
+    double lo = ch.s[0].batch[0], hi = ch.s[0].batch[ch.s[0].n - 1];
+    double ticks[ANSWER_BATCH_POINTS];
+    for (int i = 0; i < ch.s[0].n; i++)
+        ticks[i] = ch.s[0].batch[i];
+    for (int k = 0; k < ch.ns; k++)
+        for (int i = 0; i < ch.s[k].n; i++)
+            ch.max_peak = fmax(ch.max_peak, ch.s[k].peak[i]);
+    struct svg_axis x = {lo / 1.25, hi * 1.25, true, ticks, ch.s[0].n,
                          "micro-batch per GPU (log scale)", SVG_NUM_PLAIN};
-    struct svg_axis y = {0, mb_top(ch), false, NULL, 0, "predicted peak per GPU (GiB)",
+    struct svg_axis y = {0, mb_top(&ch), false, NULL, 0, "predicted peak per GPU (GiB)",
                          SVG_NUM_PLAIN};
     const double margins[4] = {70, 24, 16, 46};
     struct svg_plot p;
     svg_plot_init(&p, 1180, 360, margins, &x, &y);
-    char id[32], tuning[256];
+    char id[32];
     snprintf(id, sizeof id, "mb%d", o->charts++);
-    html_tuning_text(&ch->s[0].cfg, tuning, sizeof tuning);
-    fprintf(f, "<h4>Peak memory against micro-batch</h4>\n<p class=\"note\">Each parallel "
-               "layout with the same settings as above (%s, seq %d).</p>\n", tuning,
-            sp->seq[(anchor % inner_points(s)) / (uint64_t)sp->nbatch]);
+    fputs("<h4>Peak memory against micro-batch</h4>\n<p class=\"note\">Each parallel layout "
+          "of the same recipe.</p>\n", f);
     svg_begin(f, &p, id, "Peak memory against micro-batch per parallel layout",
               "Lines of predicted peak memory per GPU for each layout, with the budget line.");
     svg_clip(f, &p, id);
-    budget_line_h(f, &p, ch->budget);
-    for (int k = 0; k < ch->ns; k++)
-        series_marks(f, &p, &ch->s[k], k, id);
-    anchor_ring(f, &p, s, ch);
+    budget_line_h(f, &p, ch.budget);
+    for (int k = 0; k < ch.ns; k++)
+        series_marks(f, &p, &ch.s[k], k, id);
+    if (am->anchor_peak_gib <= p.y.hi)
+        fprintf(f, "<circle class=\"ring\" cx=\"%.1f\" cy=\"%.1f\" r=\"8\"/>\n",
+                svg_px(&p, am->anchor_batch), svg_py(&p, am->anchor_peak_gib));
     svg_end(f);
-    mb_legend(f, ch);
-    free(ch);
+    mb_legend(f, &ch);
 }
 
 /* --- one card per model --------------------------------------------------------------- */
@@ -440,64 +261,28 @@ static void summary_line(FILE *f, const struct report_row *w, const char *name)
     fputs("</span></summary>\n", f);
 }
 
-static void model_card(struct html_out *o, uint32_t m, int nth)
+static void model_card(struct html_out *o, const struct answer_model *am, size_t m, int nth)
 {
     FILE *f = o->f;
-    const struct report *r = o->r;
-    const struct sweep *s = r->sweep;
-    const struct report_row *w = best_row(r, m);
-    struct report_row stand_in;
-    uint64_t anchor = 0;
-    bool has_anchor = true;
-    if (w) {
-        anchor = w->index;
-    } else if (model_anchor(r, m, true, &anchor)) {
-        struct sweep_point pt;
-        sweep_eval_point(s, anchor, &pt);
-        report_row_from_point(&stand_in, s, &pt);
-        w = &stand_in;
-    } else {
-        has_anchor = model_anchor(r, m, false, &anchor);
-    }
-    fprintf(f, "<details class=\"card model\" id=\"model-%u\"%s>\n", (unsigned)m,
+    const struct report_row *w = am->has_best && am->best.fits ? &am->best : NULL;
+    fprintf(f, "<details class=\"card model\" id=\"model-%zu\"%s>\n", m,
             nth < OPEN_MODELS ? " open" : "");
-    summary_line(f, w, s->models[m].spec.name);
-    if (w) {
-        best_block(o, w);
-    } else if (has_anchor) {
-        fputs("<p class=\"bad\">No configuration of this model fits. Closest: ", f);
-        html_why(f, s, anchor, true);
-        fputs(".</p>\n", f);
+    summary_line(f, w, am->name);
+    if (am->featured == SIZE_MAX) {
+        fputs("<p class=\"note\">No recipe of this model was evaluated in this run.</p>\n", f);
+    } else {
+        const struct answer_recipe *k = &o->r->recipes[am->featured];
+        if (w) {
+            best_block(o, w);
+        } else if (k->has_miss) {
+            fputs("<p class=\"bad\">No recipe of this model fits. Closest: ", f);
+            html_why(f, &k->miss, o->r->meta.budget_gib, true);
+            fputs(".</p>\n", f);
+        }
+        comparison(o, am);
+        mb_chart(o, am);
     }
-    comparison(o, m);
-    if (has_anchor)
-        mb_chart(o, anchor);
     fputs("</details>\n", f);
-}
-
-/* Models in the order of their best rank; those without a ranked row follow in input
- * order. */
-static void model_order(const struct report *r, uint32_t *order)
-{
-    size_t n = r->sweep->nmodels, k = 0;
-    bool *done = calloc(n ? n : 1, sizeof *done);
-    if (!done) {
-        for (size_t i = 0; i < n; i++)
-            order[i] = (uint32_t)i;
-        return;
-    }
-    uint64_t points = space_points(&r->sweep->space);
-    for (size_t i = 0; i < r->nrows && k < n; i++) {
-        if (!r->rows[i].fits || r->rows[i].index >= points)
-            continue;
-        uint32_t m = point_model(r->sweep, r->rows[i].index);
-        if (!done[m])
-            done[m] = true, order[k++] = m;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (!done[i])
-            order[k++] = (uint32_t)i;
-    free(done);
 }
 
 /* Merged shards: the best row per model name, without the live sections. */
@@ -506,8 +291,7 @@ static void models_from_rows(struct html_out *o)
     FILE *f = o->f;
     const struct report *r = o->r;
     fputs("<p class=\"note\">This report was merged from shard CSVs, so the method comparison "
-          "and the peak-against-micro-batch charts, which re-evaluate the space, are left "
-          "out.</p>\n", f);
+          "and the peak-against-micro-batch charts are left out.</p>\n", f);
     int nth = 0;
     for (size_t i = 0; i < r->nrows; i++) {
         bool seen = !r->rows[i].fits;
@@ -527,20 +311,17 @@ void html_models(struct html_out *o)
 {
     FILE *f = o->f;
     const struct report *r = o->r;
-    fputs("<section id=\"models\">\n<h2>Best configuration per model</h2>\n", f);
-    if (!r->sweep || !r->result) {
+    fputs("<section id=\"models\">\n<h2>Per model: one recipe in detail</h2>\n", f);
+    if (!r->nmodels) {
         models_from_rows(o);
         fputs("</section>\n", f);
         return;
     }
-    fputs("<p class=\"note\">The memory bar shows the terms of the phase where the peak "
-          "happens, against the budget.</p>\n", f);
-    uint32_t *order = malloc((r->sweep->nmodels ? r->sweep->nmodels : 1) * sizeof *order);
-    if (order) {
-        model_order(r, order);
-        for (size_t i = 0; i < r->sweep->nmodels; i++)
-            model_card(o, order[i], (int)i);
-        free(order);
-    }
+    fputs("<p class=\"note\">Each card covers one recipe of the model (the first in the table "
+          "above with a layout that fits): its fastest layout, the memory terms of the phase "
+          "where its peak happens, the methods compared, and peak memory against "
+          "micro-batch.</p>\n", f);
+    for (size_t i = 0; i < r->nmodels; i++)
+        model_card(o, &r->models[i], i, (int)i);
     fputs("</section>\n", f);
 }

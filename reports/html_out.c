@@ -43,16 +43,31 @@ void html_layout_text(const struct train_config *c, char *buf, size_t n)
         snprintf(buf, n, "%s, %d GPU%s", method_name(c->method), c->gpus, c->gpus == 1 ? "" : "s");
 }
 
-void html_tuning_text(const struct train_config *c, char *buf, size_t n)
+/* "full", "lora r16 all", "lora r8 attn (int8 base)" */
+static void finetune_text(const struct train_config *c, char *buf, size_t n)
 {
-    char targets[96], ft[160];
+    char targets[96];
     targets_format(c->lora_targets, targets, sizeof targets);
     if (c->finetune == FT_FULL)
-        snprintf(ft, sizeof ft, "full");
+        snprintf(buf, n, "full");
     else
-        snprintf(ft, sizeof ft, "%s r%d %s", finetune_name(c->finetune), c->lora_r, targets);
+        snprintf(buf, n, "%s r%d %s", finetune_name(c->finetune), c->lora_r, targets);
     if (c->quant != QUANT_NONE && c->finetune != FT_QLORA)
-        snprintf(ft + strlen(ft), sizeof ft - strlen(ft), " (%s base)", quant_name(c->quant));
+        snprintf(buf + strlen(buf), n - strlen(buf), " (%s base)", quant_name(c->quant));
+}
+
+void html_recipe_text(const struct train_config *c, char *buf, size_t n)
+{
+    char ft[160];
+    finetune_text(c, ft, sizeof ft);
+    snprintf(buf, n, "%s, %s, %s, seq %d", ft, precision_name(c->precision),
+             optimizer_name(c->optimizer), c->seq_len);
+}
+
+void html_tuning_text(const struct train_config *c, char *buf, size_t n)
+{
+    char ft[160];
+    finetune_text(c, ft, sizeof ft);
     snprintf(buf, n, "%s, %s, ckpt %s, %s", ft, precision_name(c->precision),
              c->grad_ckpt ? "on" : "off", optimizer_name(c->optimizer));
 }
@@ -80,46 +95,46 @@ static void write_head(struct html_out *o)
 
 /* --- header: the question and its answer ------------------------------------------- */
 
-static const struct report_row *first_fit(const struct report *r)
+static size_t recipes_fitting(const struct report *r)
 {
-    for (size_t i = 0; i < r->nrows; i++)
-        if (r->rows[i].fits)
-            return &r->rows[i];
-    return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < r->nrecipes; i++)
+        n += r->recipes[i].nby > 0;
+    return n;
 }
 
-static void write_answer_fit(FILE *f, const struct report_row *w)
+static void write_answer_fit(FILE *f, const struct report *r)
 {
-    char layout[96], tuning[256], tok[32];
-    html_layout_text(&w->cfg, layout, sizeof layout);
-    html_tuning_text(&w->cfg, tuning, sizeof tuning);
-    html_grouped(w->tokens_per_s, tok, sizeof tok);
-    fputs("<p class=\"answer\"><strong>Fastest configuration that fits:</strong> ", f);
-    html_text(f, w->model);
-    fprintf(f, " \xE2\x80\x94 %s; %s; micro-batch %d \xC3\x97 %d tokens. <strong>%s tokens/s"
-               "</strong> at a predicted peak of <strong>%.2f GiB</strong> per GPU "
-               "(%.2f GiB headroom, peak during ",
-            layout, tuning, w->cfg.micro_batch, w->cfg.seq_len, tok, w->peak_gib,
-            w->headroom_gib);
-    html_text(f, w->peak_phase); /* from a shard CSV when merged: input like the rest */
-    fputs(").</p>\n", f);
+    fprintf(f, "<p class=\"answer\"><strong>%zu of %zu recipes fit.</strong> For each recipe "
+               "(what is trained: model, fine-tuning, precision, optimizer, sequence length) the "
+               "table below gives the fewest GPUs that fit and the best layout (how it runs: "
+               "method, GPUs, micro-batch, checkpointing) by %s. Layouts are ranked within a "
+               "recipe, never across recipes.</p>\n", recipes_fitting(r), r->nrecipes,
+            r->meta.objective == OBJECTIVE_PER_GPU ? "tokens/s per GPU"
+            : r->meta.objective == OBJECTIVE_MIN_GPUS ? "the fewest GPUs, then throughput"
+                                                      : "throughput");
 }
 
-/* Nothing fits: with live data, say what came closest and which term binds it. */
+/* Nothing fits: say what came closest, which term binds it, and what to change. */
 static void write_answer_none(FILE *f, const struct report *r)
 {
     fputs("<p class=\"answer none\"><strong>No configuration fits the budget.</strong>", f);
-    if (r->sweep && r->result && r->result->has_closest) {
-        struct sweep_point pt;
+    if (r->has_closest) {
         char layout[96], tuning[256];
-        sweep_eval_point(r->sweep, r->result->closest.index, &pt);
-        html_layout_text(&pt.cfg, layout, sizeof layout);
-        html_tuning_text(&pt.cfg, tuning, sizeof tuning);
+        html_layout_text(&r->closest.cfg, layout, sizeof layout);
+        html_tuning_text(&r->closest.cfg, tuning, sizeof tuning);
         fputs(" Closest: ", f);
-        html_text(f, r->sweep->models[pt.model].spec.name);
+        html_text(f, r->closest_model);
         fprintf(f, " \xE2\x80\x94 %s; %s; ", layout, tuning);
-        html_why(f, r->sweep, pt.index, false);
+        html_why(f, &r->closest, r->meta.budget_gib, false);
         fputc('.', f);
+        for (int i = 0; i < r->nclosest_change && i < 3; i++) {
+            fputs(i ? "; or " : " To make it fit: ", f);
+            html_text(f, r->closest_change[i].what);
+            fprintf(f, " (%.2f GiB)", r->closest_change[i].peak_gib);
+        }
+        if (r->nclosest_change)
+            fputc('.', f);
     }
     fputs("</p>\n", f);
 }
@@ -128,8 +143,8 @@ static void write_header(struct html_out *o)
 {
     FILE *f = o->f;
     const struct report_meta *m = &o->r->meta;
-    fprintf(f, "<header>\n<h1>Which fine-tuning configuration is fastest within %.2f GiB per "
-               "GPU?</h1>\n<p class=\"sub\">llmem-sweep ", m->budget_gib);
+    fprintf(f, "<header>\n<h1>How few GPUs, and which layout, for each fine-tuning recipe "
+               "within %.2f GiB per GPU?</h1>\n<p class=\"sub\">llmem-sweep ", m->budget_gib);
     html_text(f, m->version ? m->version : "");
     if (m->gpu[0]) {
         fputs(" \xC2\xB7 ", f);
@@ -138,11 +153,15 @@ static void write_header(struct html_out *o)
     fputs(" \xC2\xB7 predicted peak GPU memory (LLMem model", f);
     if (m->rules)
         fputs(" with measured peak-type rules", f);
-    fprintf(f, ") \xC2\xB7 ranked by %s \xC2\xB7 GiB = 2<sup>30</sup> bytes</p>\n",
-            strcmp(m->rank_mode, "llmem") ? "throughput" : "LLMem's Algorithm 1 score");
-    const struct report_row *best = first_fit(o->r);
-    if (best)
-        write_answer_fit(f, best);
+    fprintf(f, ") \xC2\xB7 layouts ranked by %s within each recipe \xC2\xB7 GiB = 2<sup>30</sup> "
+               "bytes</p>\n", strcmp(m->rank_mode, "llmem") ? "throughput" : "LLMem's Algorithm 1 score");
+    if (m->warning[0]) {
+        fputs("<p class=\"answer none\"><strong>Warning:</strong> ", f);
+        html_text(f, m->warning);
+        fputs(".</p>\n", f);
+    }
+    if (recipes_fitting(o->r))
+        write_answer_fit(f, o->r);
     else
         write_answer_none(f, o->r);
     fputs("</header>\n", f);
@@ -161,7 +180,6 @@ static void write_counts(struct html_out *o)
 {
     FILE *f = o->f;
     const struct report_meta *m = &o->r->meta;
-    const struct report_row *best = first_fit(o->r);
     fputs("<div class=\"kpis\">\n", f);
     fprintf(f, "<div class=\"kpi\"><span>Budget per GPU</span><b>%.2f GiB</b></div>\n",
             m->budget_gib);
@@ -173,12 +191,8 @@ static void write_counts(struct html_out *o)
     } else {
         kpi_u64(f, "Ranked rows", o->r->nrows);
     }
-    if (best) {
-        char tok[32];
-        html_grouped(best->tokens_per_s, tok, sizeof tok);
-        fprintf(f, "<div class=\"kpi\"><span>Best throughput</span><b>%s <small>tokens/s</small>"
-                   "</b></div>\n", tok);
-    }
+    kpi_u64(f, "Recipes", o->r->nrecipes);
+    kpi_u64(f, "Recipes that fit", recipes_fitting(o->r));
     fputs("</div>\n", f);
     if (!m->has_counts)
         fputs("<p class=\"note\">This report was merged from shard CSVs: the counts of the "
@@ -217,9 +231,9 @@ static void write_data(struct html_out *o)
     fputs(",\"gpu\":", f);
     html_json_string(f, r->meta.gpu);
     fprintf(f, ",\"budget_gib\":%.3f,\"rows\":%zu,\"models\":[", r->meta.budget_gib, r->nrows);
-    for (size_t i = 0; r->sweep && i < r->sweep->nmodels; i++) {
+    for (size_t i = 0; i < r->nmodels; i++) {
         fputs(i ? "," : "", f);
-        html_json_string(f, r->sweep->models[i].spec.name);
+        html_json_string(f, r->models[i].name);
     }
     fputs("]}</script>\n", f);
     html_script(f);
@@ -232,6 +246,7 @@ int report_write_html(const struct report *r, FILE *f)
     write_head(&o);
     write_header(&o);
     write_counts(&o);
+    html_recipes(&o);
     html_inputs(&o);
     html_models(&o);
     html_chart_pareto(&o);

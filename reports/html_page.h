@@ -12,6 +12,7 @@
 #include "report.h"
 
 #define HTML_TOP_BARS 10 /* configurations in the stacked breakdown chart */
+#define HTML_TABLE_RANKS 10 /* layouts per recipe in the ranked table (the CSV has all) */
 
 struct html_out {
     FILE *f;
@@ -40,7 +41,15 @@ void html_chart_top(struct html_out *o);
 
 /* Why a point does not fit: "micro-batch 8 × 512 (tuning) needs 81.20 GiB (+1.20 GiB):
  * largest term activations 43.70 GiB during lm_head+loss" (tuning only when asked). */
-void html_why(FILE *f, const struct sweep *s, uint64_t index, bool tuning);
+void html_why(FILE *f, const struct answer_miss *m, double budget_gib, bool tuning);
+
+/* A recipe's knobs: "full, bf16, adamw, seq 4096" or "qlora r16 all, bf16, adamw, seq 2048". */
+void html_recipe_text(const struct train_config *c, char *buf, size_t n);
+
+/* The headline: one row per model and recipe with the fewest GPUs that fit, the best
+ * layout under the objective, tokens/s per GPU, and the time for the token count; what
+ * to change for recipes that fit nowhere. */
+void html_recipes(struct html_out *o);
 
 /* "The question": models, GPU, budget, axes, rules, version, command line. */
 void html_inputs(struct html_out *o);
@@ -48,8 +57,8 @@ void html_inputs(struct html_out *o);
 /* The ranked, sortable table and the link to the ranked CSV. */
 void html_table(struct html_out *o);
 
-/* Best configuration per model; with live data also the method comparison and the
- * peak-against-micro-batch chart. */
+/* Per model, its featured recipe: the best layout, the method comparison and the
+ * peak-against-micro-batch chart (live runs). */
 void html_models(struct html_out *o);
 
 #endif

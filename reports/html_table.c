@@ -160,11 +160,19 @@ static void write_rows(struct html_out *o)
     bool shown[COL_COUNT];
     for (int i = 0; i < COL_COUNT; i++)
         shown[i] = column_shown(r, i);
-    fprintf(f, "<section class=\"card\" id=\"ranked\">\n<h2>Ranked configurations</h2>\n"
-               "<p class=\"note\">%zu row%s, best first. Click a column header to sort (numbers "
-               "sort by value); memory columns are the terms of the peak phase, per GPU, in "
-               "GiB; tokens/s and samples/s are for the whole job.</p>\n",
-            r->nrows, r->nrows == 1 ? "" : "s");
+    size_t kept = 0;
+    for (size_t i = 0; i < r->nrows; i++)
+        kept += r->rows[i].rank <= HTML_TABLE_RANKS;
+    fprintf(f, "<section class=\"card\" id=\"ranked\">\n<h2>Layouts ranked within each "
+               "recipe</h2>\n<p class=\"note\">%zu row%s, recipe by recipe, best layout first "
+               "(rank restarts at 1 in each recipe: two recipes are never compared)", kept,
+            kept == 1 ? "" : "s");
+    if (kept < r->nrows)
+        fprintf(f, "; the first %d layouts of each recipe are shown, all %zu rows are in the "
+                   "CSV", HTML_TABLE_RANKS, r->nrows);
+    fputs(". Click a column header to sort (numbers sort by value); memory columns are the "
+          "terms of the peak phase, per GPU, in GiB; tokens/s and samples/s are for the whole "
+          "job.</p>\n", f);
     if (!r->nrows) {
         fputs("<p>No rows.</p>\n", f);
         return;
@@ -174,6 +182,8 @@ static void write_rows(struct html_out *o)
     fputs("<tbody>\n", f);
     for (size_t i = 0; i < r->nrows; i++) {
         const struct report_row *w = &r->rows[i];
+        if (w->rank > HTML_TABLE_RANKS)
+            continue;
         fprintf(f, "<tr data-rank=\"%ld\"%s>", w->rank, w->fits ? "" : " class=\"nofit\"");
         for (int c = 0; c < COL_COUNT; c++)
             if (shown[c])
@@ -183,13 +193,16 @@ static void write_rows(struct html_out *o)
     fputs("</tbody></table></div>\n", f);
 }
 
-/* The CSV link: the HTML file's name with .csv. Only the base name is printed, so the
- * page does not depend on the folder it was written to. */
-static const char *html_path(const struct options *opt)
+/* The CSV link: the CSV this run wrote, else the HTML file's name with .csv. Only the
+ * base name is printed, so the page does not depend on the folder it was written to. */
+static const char *html_path(const struct report_inputs *opt)
 {
     for (int i = 0; i < opt->nouts; i++)
+        if (report_format_for(opt->outs[i]) == FORMAT_CSV && opt->nouts > 1)
+            return opt->outs[i];
+    for (int i = 0; i < opt->nouts; i++)
         if (report_format_for(opt->outs[i]) == FORMAT_HTML ||
-            (opt->nouts == 1 && opt->format == FORMAT_HTML))
+            (opt->nouts == 1 && opt->format_html))
             return opt->outs[i];
     return NULL;
 }
@@ -197,7 +210,7 @@ static const char *html_path(const struct options *opt)
 static void write_csv_link(struct html_out *o)
 {
     FILE *f = o->f;
-    const struct options *opt = o->r->meta.opt;
+    const struct report_inputs *opt = o->r->meta.in;
     const char *path = opt ? html_path(opt) : NULL;
     if (!path) {
         fputs("<p class=\"note\">The same rows with every column are in the ranked CSV: add "

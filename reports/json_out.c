@@ -60,6 +60,102 @@ static json_t *row_json(const struct report_row *r)
     json_object_set_new(o, "pp_microbatches", json_integer(train_microbatches(c)));
     json_object_set_new(o, "offload", json_string(offload_name(c->offload)));
     json_object_set_new(o, "host_gib", rounded(r->host_gib, 1e3));
+    json_object_set_new(o, "recipe_id", json_string(r->recipe_id));
+    json_object_set_new(o, "config_id", json_string(r->config_id));
+    json_object_set_new(o, "tokens_per_s_gpu", rounded(r->tokens_per_s_gpu, 1e1));
+    json_object_set_new(o, "recipe_min_gpus", json_integer(r->recipe_min_gpus));
+    return o;
+}
+
+/* A layout's fields (method, GPUs, split, micro-batch, checkpointing) into o. */
+static void set_layout(json_t *o, const struct train_config *c)
+{
+    json_object_set_new(o, "method", json_string(method_name(c->method)));
+    json_object_set_new(o, "gpus", json_integer(c->gpus));
+    json_object_set_new(o, "tp", json_integer(c->tp));
+    json_object_set_new(o, "dp", json_integer(c->dp));
+    json_object_set_new(o, "micro_batch", json_integer(c->micro_batch));
+    json_object_set_new(o, "grad_ckpt", json_string(ckpt_mode_name(c)));
+    json_object_set_new(o, "ep", json_integer(train_ep(c)));
+    json_object_set_new(o, "pp", json_integer(train_pp(c)));
+    json_object_set_new(o, "offload", json_string(offload_name(c->offload)));
+}
+
+static json_t *knobs_json(const char *model, const struct train_config *c, bool layout)
+{
+    char targets[96];
+    targets_format(c->lora_targets, targets, sizeof targets);
+    json_t *o = json_object();
+    json_object_set_new(o, "model", json_string(model));
+    json_object_set_new(o, "finetune", json_string(finetune_name(c->finetune)));
+    json_object_set_new(o, "lora_r", json_integer(c->lora_r));
+    json_object_set_new(o, "lora_targets", json_string(targets));
+    json_object_set_new(o, "quant", json_string(quant_name(c->quant)));
+    json_object_set_new(o, "precision", json_string(precision_name(c->precision)));
+    json_object_set_new(o, "optimizer", json_string(optimizer_name(c->optimizer)));
+    json_object_set_new(o, "seq_len", json_integer(c->seq_len));
+    if (layout)
+        set_layout(o, c);
+    return o;
+}
+
+/* The layout fields only (the recipe's knobs are in the enclosing object). */
+static json_t *layout_json(const struct answer_layout *l)
+{
+    const struct train_config *c = &l->cfg;
+    json_t *o = json_object();
+    json_object_set_new(o, "config_id", json_string(l->config_id));
+    set_layout(o, c);
+    json_object_set_new(o, "peak_gib", rounded(l->peak_gib, 1e3));
+    json_object_set_new(o, "tokens_per_s", rounded(l->tokens_per_s, 1e1));
+    json_object_set_new(o, "tokens_per_s_gpu", rounded(l->tokens_per_s_gpu, 1e1));
+    json_object_set_new(o, "hours", rounded(l->hours, 1e3));
+    json_object_set_new(o, "gpu_hours", rounded(l->gpu_hours, 1e3));
+    return o;
+}
+
+static json_t *change_json(const struct answer_change *ch)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "change", json_string(ch->what));
+    json_object_set_new(o, "peak_gib", rounded(ch->peak_gib, 1e3));
+    json_object_set_new(o, "fit_peak_gib", rounded(ch->fit_peak_gib, 1e3));
+    json_object_set_new(o, "config", knobs_json("", &ch->cfg, true));
+    json_object_del(json_object_get(o, "config"), "model");
+    return o;
+}
+
+static json_t *recipe_json(const struct report *r, const struct answer_recipe *k)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "recipe_id", json_string(k->recipe_id));
+    json_object_set_new(o, "knobs", knobs_json(k->model, &k->cfg, false));
+    const struct answer_layout *by = r->by_gpus + k->by0;
+    json_object_set_new(o, "min_gpus", k->min_gpus ? json_integer(k->min_gpus) : json_null());
+    json_object_set_new(o, "fitting_layouts", k->fitting >= 0 ? json_integer(k->fitting) : json_null());
+    json_object_set_new(o, "best", k->best >= 0 ? layout_json(&by[k->best]) : json_null());
+    json_t *bg = json_object();
+    for (size_t i = 0; i < k->nby; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", by[i].cfg.gpus);
+        json_object_set_new(bg, key, layout_json(&by[i]));
+    }
+    json_object_set_new(o, "by_gpus", bg);
+    if (k->has_miss) {
+        json_t *m = knobs_json(k->model, &k->miss.cfg, true);
+        json_object_del(m, "model");
+        json_object_set_new(m, "peak_gib", rounded(k->miss.peak_gib, 1e3));
+        json_object_set_new(m, "largest_term", json_string(k->miss.term));
+        json_object_set_new(m, "largest_term_gib", rounded(k->miss.term_gib, 1e3));
+        json_object_set_new(m, "peak_phase", json_string(k->miss.phase));
+        json_object_set_new(o, "closest", m);
+    }
+    if (!k->nby) {
+        json_t *sg = json_array();
+        for (int i = 0; i < k->nchange; i++)
+            json_array_append_new(sg, change_json(&k->change[i]));
+        json_object_set_new(o, "suggestions", sg);
+    }
     return o;
 }
 
@@ -84,10 +180,37 @@ static json_t *meta_json(const struct report_meta *m)
     return o;
 }
 
+/* What a dashboard needs to tell two runs apart (issue: JSON `meta`). */
+static json_t *run_meta_json(const struct report *r)
+{
+    const struct report_meta *m = &r->meta;
+    json_t *o = json_object();
+    json_object_set_new(o, "tool", json_string("llmem-sweep"));
+    json_object_set_new(o, "version", json_string(m->version ? m->version : ""));
+    json_object_set_new(o, "command", m->command ? json_string(m->command) : json_null());
+    json_t *in = json_array();
+    for (size_t i = 0; i < r->nmodels; i++)
+        json_array_append_new(in, json_string(r->models[i].name));
+    json_object_set_new(o, "models", in);
+    json_object_set_new(o, "gpu", json_string(m->gpu));
+    json_object_set_new(o, "gpu_memory_gib", m->gpu_memory_gib > 0 ? rounded(m->gpu_memory_gib, 1e3) : json_null());
+    json_object_set_new(o, "budget_gib", rounded(m->budget_gib, 1e3));
+    json_object_set_new(o, "stack", json_string(m->stack));
+    json_object_set_new(o, "margin", m->margin_pct < 0 ? json_string("auto") : json_real(m->margin_pct));
+    json_object_set_new(o, "objective", json_string(objective_name(m->objective)));
+    json_object_set_new(o, "tokens", json_real(m->tokens));
+    json_object_set_new(o, "warnings", m->warning[0] ? json_pack("[s]", m->warning) : json_array());
+    return o;
+}
+
 int report_write_json(const struct report *r, FILE *f)
 {
-    json_t *root = json_object(), *rows = json_array();
+    json_t *root = json_object(), *rows = json_array(), *recipes = json_array();
+    json_object_set_new(root, "meta", run_meta_json(r));
     json_object_set_new(root, "inputs", meta_json(&r->meta));
+    for (size_t i = 0; i < r->nrecipes; i++)
+        json_array_append_new(recipes, recipe_json(r, &r->recipes[i]));
+    json_object_set_new(root, "recipes", recipes);
     for (size_t i = 0; i < r->nrows; i++)
         json_array_append_new(rows, row_json(&r->rows[i]));
     json_object_set_new(root, "rows", rows);

@@ -2,7 +2,6 @@
 #include "report.h"
 
 #include <errno.h>
-#include <math.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,155 +10,48 @@
 #include "speed.h"
 #include "units.h"
 
-void report_row_from_point(struct report_row *row, const struct sweep *s,
-                           const struct sweep_point *pt)
+static void fill_meta(struct report_meta *m, const struct sweep *s, const struct report_inputs *o,
+                      const char *gpu_note)
 {
-    const struct mem_estimate *e = &pt->mem;
-    memset(row, 0, sizeof *row);
-    snprintf(row->model, sizeof row->model, "%s", s->models[pt->model].spec.name);
-    row->cfg = pt->cfg;
-    row->global_batch = (int64_t)pt->cfg.micro_batch * pt->cfg.dp * train_microbatches(&pt->cfg);
-    row->peak_bytes = pt->peak;
-    row->peak_gib = units_gib(pt->peak);
-    row->budget_gib = units_gib(s->budget);
-    row->headroom_gib = row->budget_gib - row->peak_gib;
-    snprintf(row->peak_phase, sizeof row->peak_phase, "%s", mem_phase_name(e->peak_phase));
-    for (int t = 0; t < TERM_COUNT; t++)
-        row->term_gib[t] = units_gib(e->phase[e->peak_phase][t]);
-    if (pt->rule >= 0 && s->rules)
-        snprintf(row->rule, sizeof row->rule, "%s", rules_label(s->rules, pt->rule));
-    row->step_time_s = pt->speed.step_time_s;
-    row->samples_per_s = pt->speed.samples_per_s;
-    row->tokens_per_s = pt->speed.tokens_per_s;
-    row->fits = pt->fits;
-    row->index = pt->index;
-    row->score = pt->score;
-    row->allocated_gib = units_gib(e->allocated);
-    row->reserved_gib = units_gib(e->reserved);
-    row->peak_hi_gib = units_gib(pt->peak_hi);
-    row->host_gib = units_gib(e->host);
-}
-
-static void fill_meta(struct report_meta *m, const struct sweep *s, const char *gpu_note)
-{
-    const struct options *o = s->opt;
     m->version = LLMEM_VERSION;
     snprintf(m->gpu, sizeof m->gpu, "%s", s->gpu->name);
     snprintf(m->gpu_note, sizeof m->gpu_note, "%s", gpu_note ? gpu_note : "");
     m->budget_gib = units_gib(s->budget);
-    snprintf(m->stack, sizeof m->stack, "%s", stack_name(o->stack));
-    snprintf(m->rank_mode, sizeof m->rank_mode, "%s", o->rank == RANK_LLMEM ? "llmem" : "speed");
+    m->gpu_memory_gib = units_gib(s->gpu->memory_bytes);
+    m->budget_bytes = s->budget;
+    m->gpu_memory_bytes = s->gpu->memory_bytes;
+    snprintf(m->stack, sizeof m->stack, "%s", stack_name(o->axes.stack));
+    snprintf(m->rank_mode, sizeof m->rank_mode, "%s", o->llmem_rank ? "llmem" : "speed");
     m->paper = o->paper;
     m->rules = o->rules;
-    m->opt = o;
+    m->in = o;
     m->stamp = o->stamp;
+    m->margin_pct = o->margin_pct;
+    m->objective = (enum objective)o->objective;
+    m->tokens = o->tokens;
+    m->command = o->command;
+    if (s->budget > s->gpu->memory_bytes)
+        snprintf(m->warning, sizeof m->warning,
+                 "the budget (%.2f GiB) is above the memory of the %s (%.2f GiB)",
+                 units_gib(s->budget), s->gpu->name, units_gib(s->gpu->memory_bytes));
 }
 
 int report_from_sweep(struct report *r, const struct sweep *s, const struct sweep_result *res,
-                      const char *gpu_note)
+                      const struct report_inputs *o, const char *gpu_note)
 {
     memset(r, 0, sizeof *r);
-    fill_meta(&r->meta, s, gpu_note);
+    fill_meta(&r->meta, s, o, gpu_note);
     r->meta.has_counts = true;
     r->meta.space = res->space;
     r->meta.evaluated = res->evaluated;
     r->meta.pruned = res->pruned;
     r->meta.fitting = res->fitting;
-    r->sweep = s;
-    r->result = res;
-    r->rows = calloc(res->nhits ? res->nhits : 1, sizeof *r->rows);
-    if (!r->rows)
-        return -1;
-    for (size_t i = 0; i < res->nhits; i++) {
-        struct sweep_point pt;
-        sweep_eval_point(s, res->hits[i].index, &pt);
-        report_row_from_point(&r->rows[i], s, &pt);
-        r->rows[i].rank = (long)i + 1;
-    }
-    r->nrows = res->nhits;
-    report_mark_ties(r);
-    return 0;
-}
-
-/* Recipe order (model, fine-tuning, rank, targets, base format, precision, optimizer,
- * sequence length) of two rows; 0 for the same recipe. */
-static int recipe_cmp(const struct report_row *a, const struct report_row *b)
-{
-    const struct train_config *x = &a->cfg, *y = &b->cfg;
-    int d = strcmp(a->model, b->model);
-    const int64_t k[7][2] = {
-        {x->finetune, y->finetune},   {x->lora_r, y->lora_r},       {x->lora_targets, y->lora_targets},
-        {x->quant, y->quant},         {x->precision, y->precision}, {x->optimizer, y->optimizer},
-        {x->seq_len, y->seq_len},
-    };
-    for (int i = 0; !d && i < 7; i++)
-        d = (k[i][0] > k[i][1]) - (k[i][0] < k[i][1]);
-    return d;
-}
-
-static int recipe_ptr_cmp(const void *a, const void *b)
-{
-    const struct report_row *x = *(const struct report_row *const *)a;
-    const struct report_row *y = *(const struct report_row *const *)b;
-    int d = recipe_cmp(x, y);
-    return d ? d : (x > y) - (x < y);
-}
-
-/* tokens/s as the ranked CSV prints it (%.1f): a merge of shard CSVs sees only that, so
- * a single run compares the same numbers and marks the same ties. */
-static double csv_tokens(const struct report_row *r)
-{
-    return round(r->tokens_per_s * 10.0) / 10.0;
-}
-
-/* The fitting rows sorted by recipe, then each recipe's fastest against the others. */
-void report_mark_ties(struct report *r)
-{
-    const double keep = 1.0 - SPEED_ERROR_PCT / 100.0;
-    struct report_row **fit = malloc((r->nrows ? r->nrows : 1) * sizeof *fit);
-    size_t n = 0;
-    for (size_t i = 0; i < r->nrows; i++) {
-        r->rows[i].speed_tie = false;
-        if (fit && r->rows[i].fits)
-            fit[n++] = &r->rows[i];
-    }
-    if (!fit)
-        return;
-    qsort(fit, n, sizeof *fit, recipe_ptr_cmp);
-    for (size_t lo = 0, hi; lo < n; lo = hi) {
-        struct report_row *best = fit[lo];
-        for (hi = lo + 1; hi < n && !recipe_cmp(fit[hi], fit[lo]); hi++)
-            if (csv_tokens(fit[hi]) > csv_tokens(best))
-                best = fit[hi];
-        for (size_t k = lo; k < hi; k++)
-            if (fit[k] != best && csv_tokens(fit[k]) >= csv_tokens(best) * keep)
-                fit[k]->speed_tie = best->speed_tie = true;
-    }
-    free(fit);
+    return answer_build(r, s, res);
 }
 
 void report_free(struct report *r)
 {
-    if (r) {
-        free(r->rows);
-        r->rows = NULL;
-        r->nrows = 0;
-    }
-}
-
-static int row_cmp(const void *a, const void *b)
-{
-    const struct report_row *x = a, *y = b;
-    struct sweep_hit hx = {x->score, x->peak_bytes, x->index, x->fits};
-    struct sweep_hit hy = {y->score, y->peak_bytes, y->index, y->fits};
-    return sweep_hit_cmp(&hx, &hy);
-}
-
-void report_rank(struct report *r)
-{
-    qsort(r->rows, r->nrows, sizeof *r->rows, row_cmp);
-    for (size_t i = 0; i < r->nrows; i++)
-        r->rows[i].rank = (long)i + 1;
+    answer_free(r);
 }
 
 enum out_format report_format_for(const char *path)

@@ -312,7 +312,7 @@ static void test_speed_ties(void **state)
     rows[4].fits = false;
     r.rows = rows;
     r.nrows = 5;
-    report_mark_ties(&r);
+    answer_mark_ties(&r);
     assert_true(rows[0].speed_tie && rows[1].speed_tie);
     assert_false(rows[2].speed_tie || rows[3].speed_tie || rows[4].speed_tie);
     char *html = write_html(&r);

@@ -92,6 +92,16 @@ static uint64_t *sorted_indices(const struct sweep_result *r)
     return v;
 }
 
+/* Recipe id first, then the sweep's order: how a result lays out its hits. */
+static const struct space *recipe_space;
+
+static int recipe_hit_cmp(const void *a, const void *b)
+{
+    const struct sweep_hit *x = a, *y = b;
+    uint32_t rx = space_recipe_of(recipe_space, x->index), ry = space_recipe_of(recipe_space, y->index);
+    return rx != ry ? (rx > ry) - (rx < ry) : sweep_hit_cmp(a, b);
+}
+
 static void assert_same_hits(const struct sweep_result *a, const struct sweep_result *b)
 {
     assert_int_equal(a->nhits, b->nhits);
@@ -163,13 +173,23 @@ static void test_threads_identical(void **state)
     assert_int_equal(one.evaluated, two.evaluated);
     assert_int_equal(one.fitting, two.fitting);
     assert_int_equal(one.closest.index, two.closest.index);
-    /* a bounded top-k is the prefix of the full order, whatever the threads */
-    assert_int_equal(three.nhits, 25);
-    for (size_t i = 0; i < three.nhits; i++) {
-        assert_int_equal(three.hits[i].index, one.hits[i].index);
-        assert_int_equal(three.hits[i].peak, one.hits[i].peak);
-        assert_true(three.hits[i].score == one.hits[i].score);
+    /* a bounded top-k per recipe is the prefix of that recipe's full order, whatever the
+     * threads */
+    assert_int_equal(three.nrecipes, one.nrecipes);
+    size_t cut = 0;
+    for (size_t k = 0; k < one.nrecipes; k++) {
+        const struct sweep_recipe *a = &three.recipes[k], *b = &one.recipes[k];
+        assert_int_equal(a->n, b->n < 25 ? b->n : 25);
+        cut += b->n > 25;
+        assert_int_equal(a->fitting, b->fitting);
+        for (size_t i = 0; i < a->n; i++) {
+            const struct sweep_hit *x = &three.hits[a->off + i], *y = &one.hits[b->off + i];
+            assert_int_equal(x->index, y->index);
+            assert_int_equal(x->peak, y->peak);
+            assert_true(x->score == y->score);
+        }
     }
+    assert_true(cut > 0); /* the limit did cut some recipe */
     sweep_result_free(&one);
     sweep_result_free(&two);
     sweep_result_free(&three);
@@ -179,7 +199,10 @@ static void test_threads_identical(void **state)
 static void test_shards_cover(void **state)
 {
     (void)state;
-    struct sweep_result whole = sweep_with("--top 0 --threads 2");
+    struct run *r = start("--top 0 --threads 2");
+    struct sweep_result whole;
+    assert_int_equal(sweep_run(&r->job.sweep, &whole), 0);
+    recipe_space = &r->job.sweep.space;
     struct sweep_result merged = {0};
     uint64_t space = 0, fitting = 0;
     static const char *const shards[] = {"--top 0 --shard 1/3", "--top 0 --shard 2/3",
@@ -198,10 +221,12 @@ static void test_shards_cover(void **state)
     }
     assert_int_equal(space, whole.space);
     assert_int_equal(fitting, whole.fitting);
-    qsort(merged.hits, merged.nhits, sizeof *merged.hits, sweep_hit_cmp);
+    /* per recipe, in recipe order like the whole run */
+    qsort(merged.hits, merged.nhits, sizeof *merged.hits, recipe_hit_cmp);
     assert_same_hits(&merged, &whole);
     free(merged.hits);
     sweep_result_free(&whole);
+    done(r);
 }
 
 /* (4) Hits are sorted by sweep_hit_cmp (strictly: indices are unique), all fit the budget,
@@ -213,9 +238,13 @@ static void test_hits_sorted_and_consistent(void **state)
     struct sweep_result res;
     assert_int_equal(sweep_run(&r->job.sweep, &res), 0);
     assert_true(res.nhits > 1);
+    recipe_space = &r->job.sweep.space;
     for (size_t i = 0; i + 1 < res.nhits; i++)
-        if (sweep_hit_cmp(&res.hits[i], &res.hits[i + 1]) >= 0)
+        if (recipe_hit_cmp(&res.hits[i], &res.hits[i + 1]) >= 0)
             fail_msg("hits %zu and %zu out of order", i, i + 1);
+    for (size_t k = 0; k < res.nrecipes; k++) /* each recipe's hits are its own */
+        for (size_t i = 0; i < res.recipes[k].n; i++)
+            assert_int_equal(space_recipe_of(recipe_space, res.hits[res.recipes[k].off + i].index), k);
     for (size_t i = 0; i < res.nhits; i++) {
         const struct sweep_hit *h = &res.hits[i];
         assert_true(h->fits);

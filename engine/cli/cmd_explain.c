@@ -2,9 +2,11 @@
  * timeline, the peak phase, the step time and the budget verdict (text or JSON). */
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "answer.h"
 #include "commands.h"
 #include "job.h"
 #include "losspath.h"
@@ -85,6 +87,30 @@ static json_t *band_json(const struct job *j, const struct sweep_point *pt)
                      j->opt.margin_pct < 0 ? "auto" : "pct", "fit_bytes", (json_int_t)pt->fit_peak);
 }
 
+/* What to change when the point does not fit (answer_suggest), fewest changed first. */
+static void print_changes(const struct job *j, const struct sweep_point *pt)
+{
+    struct answer_change ch[ANSWER_SUGGEST_MAX];
+    int n = answer_suggest(&j->sweep, 0, &pt->cfg, ch, ANSWER_SUGGEST_MAX);
+    printf("changes    %s\n", n ? "each of these alone makes it fit (fewest changed first):"
+                                 : "no single change tried makes it fit");
+    for (int i = 0; i < n; i++)
+        printf("           %-34s peak %.2f GiB (%.2f GiB with the margin)\n", ch[i].what,
+               ch[i].peak_gib, ch[i].fit_peak_gib);
+}
+
+static json_t *changes_json(const struct job *j, const struct sweep_point *pt)
+{
+    struct answer_change ch[ANSWER_SUGGEST_MAX];
+    int n = answer_suggest(&j->sweep, 0, &pt->cfg, ch, ANSWER_SUGGEST_MAX);
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("{sssfsf}", "change", ch[i].what, "peak_gib",
+                                           round(ch[i].peak_gib * 1e3) / 1e3, "fit_peak_gib",
+                                           round(ch[i].fit_peak_gib * 1e3) / 1e3));
+    return a;
+}
+
 static void print_text(const struct job *j, const struct sweep_point *pt, const struct model_plan *p)
 {
     const struct train_config *c = &pt->cfg;
@@ -116,13 +142,20 @@ static void print_text(const struct job *j, const struct sweep_point *pt, const 
                train_ep(c));
     printf("GPU        %s, budget %.2f GiB, m_base %.0f MiB\n\n", j->gpu.name, units_gib(j->sweep.budget),
            mib(j->sweep.mem.base_bytes));
-    printf("LLMem terms (MiB)%s\n", j->opt.paper ? "" : " [corrected form; the prediction is the timeline below]");
-    printf("  m_base %10.1f   m_p  %10.1f   m_p16 %10.1f   m_p32 %10.1f\n", mib(t->m_base), mib(t->m_p),
-           mib(t->m_p16), mib(t->m_p32));
-    printf("  m_os   %10.1f   m_out %9.1f   m_lm  %10.1f   m_back %9.1f\n", mib(t->m_os), mib(t->m_out),
-           mib(t->m_lm), mib(t->m_back));
-    printf("  embed_p %" PRId64 ", other_p %" PRId64 ", chunk %" PRId64 " elements, LLMem peak %.1f MiB\n\n",
-           p->embed_p, p->other_p, t->chunk_elems, mib(t->peak));
+    /* the paper's terms are another model (full fine-tuning, fp16, Adam, Gemini chunks):
+     * beside a different prediction they read as a contradiction, so only with --paper */
+    if (j->opt.paper) {
+        printf("LLMem terms (MiB)\n");
+        printf("  m_base %10.1f   m_p  %10.1f   m_p16 %10.1f   m_p32 %10.1f\n", mib(t->m_base),
+               mib(t->m_p), mib(t->m_p16), mib(t->m_p32));
+        printf("  m_os   %10.1f   m_out %9.1f   m_lm  %10.1f   m_back %9.1f\n", mib(t->m_os),
+               mib(t->m_out), mib(t->m_lm), mib(t->m_back));
+        printf("  embed_p %" PRId64 ", other_p %" PRId64 ", chunk %" PRId64 " elements, LLMem peak "
+               "%.1f MiB\n\n", p->embed_p, p->other_p, t->chunk_elems, mib(t->peak));
+    } else {
+        printf("parameters embed_p %" PRId64 ", other_p %" PRId64 " (the LLMem paper's terms: "
+               "--paper)\n\n", p->embed_p, p->other_p);
+    }
     printf("%-22s", "phase (GiB)");
     for (int k = 0; k < TERM_COUNT; k++)
         printf(" %12s", mem_term_name((enum mem_term)k));
@@ -165,6 +198,8 @@ static void print_text(const struct job *j, const struct sweep_point *pt, const 
         printf(" (the peak + %g %%, %.2f GiB, must fit)\n", j->opt.margin_pct, units_gib(pt->fit_peak));
     else
         putchar('\n');
+    if (!pt->fits)
+        print_changes(j, pt);
 }
 
 static json_t *terms_json(const struct llmem_terms *t)
@@ -236,6 +271,8 @@ static int print_json(const struct job *j, const struct sweep_point *pt, const s
     if (c->method == METHOD_OFFLOAD)
         json_object_set_new(root, "host_bytes", json_integer((json_int_t)e->host));
     json_object_set_new(root, "band", band_json(j, pt));
+    if (!pt->fits)
+        json_object_set_new(root, "suggestions", changes_json(j, pt));
     int rc = root ? json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
     json_decref(root);
     putchar('\n');
@@ -272,17 +309,8 @@ int cmd_explain(int argc, char **argv)
         return EXIT_USAGE;
     }
     plan_chunk(p); /* chunk_elems is reported in every mode */
-    /* a one-point space holding exactly this configuration */
-    j.opt.nmethods = 0;
-    options_default_axes(&j.opt);
-    struct space_outer outer = {0, c};
-    j.sweep.space.outer = &outer;
-    j.sweep.space.nouter = 1;
-    j.sweep.space.nbatch = j.sweep.space.nseq = 1;
-    j.sweep.space.batch[0] = c.micro_batch;
-    j.sweep.space.seq[0] = c.seq_len;
     struct sweep_point pt;
-    sweep_eval_point(&j.sweep, 0, &pt);
+    sweep_eval_config(&j.sweep, 0, &c, &pt);
     if (!pt.mem.llmem.chunk_elems) { /* the timeline model: add LLMem's decomposition */
         struct llmem_terms t;
         llmem_static(p, &c, j.sweep.mem.base_bytes, false, &t);
@@ -293,7 +321,6 @@ int cmd_explain(int argc, char **argv)
         rc = print_json(&j, &pt, p) ? EXIT_IO : 0;
     else
         print_text(&j, &pt, p);
-    j.sweep.space.outer = NULL;
     job_free(&j);
     if (!rc && fflush(stdout) != 0)
         rc = EXIT_IO;

@@ -53,37 +53,55 @@ static int write_outputs(const struct report *r, const struct options *o)
     return 0;
 }
 
-/* Exit 1's message: the closest miss and the term that binds it. */
-static void explain_miss(const struct sweep *s, const struct sweep_result *res)
+/* Exit 1's message: the closest miss, the term that binds it, and the nearest changes
+ * that make it fit. */
+static void explain_miss(const struct report *r, const struct sweep *s, const struct options *o)
 {
     fprintf(stderr, "llmem-sweep: no configuration fits %.2f GiB", units_gib(s->budget));
-    if (!res->has_closest) {
+    if (!r->has_closest) {
         char why[1024] = "";
-        if (s->space.nouter == 0 && s->nmodels > 0)
-            space_why_empty(s->opt, &s->models[0], why, sizeof why);
+        struct space_axes *axes = s->space.nouter == 0 && s->nmodels > 0 ? malloc(sizeof *axes) : NULL;
+        if (axes) {
+            options_space_axes(o, axes);
+            space_why_empty(axes, &s->models[0], why, sizeof why);
+            free(axes);
+        }
         fprintf(stderr, " (the space is empty%s%s%s)\n", *why ? ": " : "", why,
                 *why && s->nmodels > 1 ? ", for the first model" : "");
         return;
     }
-    struct sweep_point pt;
-    sweep_eval_point(s, res->closest.index, &pt);
-    const uint64_t *terms = pt.mem.phase[pt.mem.peak_phase];
-    int big = TERM_PARAMS;
-    for (int t = TERM_PARAMS; t < TERM_COUNT; t++)
-        if (terms[t] > terms[big])
-            big = t;
-    const struct train_config *c = &pt.cfg;
+    const struct answer_miss *m = &r->closest;
+    const struct train_config *c = &m->cfg;
     fprintf(stderr, "; closest: %s %s on %d GPU(s), micro-batch %d, seq %d, %s %s needs %.2f GiB "
                     "at %s, bound by %s (%.2f GiB)\n",
-            s->models[pt.model].spec.name, method_name(c->method), c->gpus, c->micro_batch,
-            c->seq_len, precision_name(c->precision), finetune_name(c->finetune),
-            units_gib(pt.peak), mem_phase_name(pt.mem.peak_phase), mem_term_name((enum mem_term)big),
-            units_gib(terms[big]));
-    if (pt.peak <= s->budget) /* the margin, not the prediction, rejects it */
+            r->closest_model, method_name(c->method), c->gpus, c->micro_batch, c->seq_len,
+            precision_name(c->precision), finetune_name(c->finetune), m->peak_gib, m->phase,
+            m->term, m->term_gib);
+    if (m->peak_gib <= r->meta.budget_gib) /* the margin, not the prediction, rejects it */
         fprintf(stderr, "llmem-sweep: it fits on the point prediction alone (%.2f GiB), not with "
                         "the margin (%.2f GiB%s); --margin 0 accepts it\n",
-                units_gib(pt.peak), units_gib(pt.fit_peak),
-                s->opt->margin_pct < 0 ? ", the error band's upper end" : "");
+                m->peak_gib, m->fit_peak_gib,
+                r->meta.margin_pct < 0 ? ", the error band's upper end" : "");
+    for (int i = 0; i < r->nclosest_change && i < 3; i++)
+        fprintf(stderr, "llmem-sweep: %s: %s fits (%.2f GiB)\n", i ? "or" : "to make it fit",
+                r->closest_change[i].what, r->closest_change[i].peak_gib);
+}
+
+/* The command line, quoted where a word needs it, for the reports' reproduce command. */
+static const char *command_line(int argc, char **argv)
+{
+    static char buf[4096];
+    size_t n = 0;
+    for (int i = 0; i < argc && n + 1 < sizeof buf; i++) {
+        const char *a = i ? argv[i] : "llmem-sweep";
+        bool plain = *a && strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                     "0123456789-_./,=:+@%") == strlen(a);
+        int w = snprintf(buf + n, sizeof buf - n, plain ? "%s%s" : "%s'%s'", i ? " " : "", a);
+        if (w < 0 || (size_t)w >= sizeof buf - n || strchr(a, '\''))
+            break;
+        n += (size_t)w;
+    }
+    return buf;
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -94,6 +112,7 @@ int cmd_sweep(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     if ((rc = check_outputs(&o)))
         return rc;
+    o.command = command_line(argc, argv);
     static struct job j; /* large; one per process */
     if ((rc = job_init(&j, &o)) || (rc = job_build_space(&j))) {
         job_free(&j);
@@ -108,7 +127,10 @@ int cmd_sweep(int argc, char **argv)
     }
     struct sweep_result res;
     struct report rep = {0};
-    if (sweep_run(&j.sweep, &res) != 0 || report_from_sweep(&rep, &j.sweep, &res, j.gpu_note) != 0) {
+    static struct report_inputs in; /* large; one per process */
+    options_report_inputs(&j.opt, &in);
+    if (sweep_run(&j.sweep, &res) != 0 ||
+        report_from_sweep(&rep, &j.sweep, &res, &in, j.gpu_note) != 0) {
         fprintf(stderr, "llmem-sweep: out of memory\n");
         rc = EXIT_IO;
     }
@@ -119,7 +141,7 @@ int cmd_sweep(int argc, char **argv)
     if (!rc)
         rc = write_outputs(&rep, &j.opt);
     if (!rc && res.fitting == 0) {
-        explain_miss(&j.sweep, &res);
+        explain_miss(&rep, &j.sweep, &j.opt);
         rc = EXIT_NOTHING_FITS;
     }
     report_free(&rep);
@@ -179,12 +201,16 @@ int cmd_merge(int argc, char **argv)
             return e.code;
         }
     }
-    report_rank(&rep);
-    if (o.top > 0 && rep.nrows > (size_t)o.top)
-        rep.nrows = (size_t)o.top;
-    report_mark_ties(&rep); /* among the rows kept, as a single run marks them */
+    answer_rank(&rep, o.top);
+    answer_mark_ties(&rep); /* among the rows kept, as a single run marks them */
     if (rep.nrows) { /* the shards agree on GPU and budget; take them from the rows */
         rep.meta.budget_gib = rep.rows[0].budget_gib;
+    }
+    rep.meta.tokens = ANSWER_TOKENS_DEFAULT;
+    if (answer_summarize(&rep) != 0) {
+        fputs("llmem-sweep: out of memory\n", stderr);
+        report_free(&rep);
+        return EXIT_IO;
     }
     rc = write_outputs(&rep, &o);
     report_free(&rep);

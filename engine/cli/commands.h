@@ -8,6 +8,7 @@ int cmd_explain(int argc, char **argv);
 int cmd_models(int argc, char **argv);
 int cmd_gpus(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_diff(int argc, char **argv);      /* two ranked CSVs: what changed */
 int cmd_validate(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 

@@ -8,6 +8,7 @@
 
 #include "devices.h"
 #include "model_source.h"
+#include "units.h"
 
 /* --gpu NAME; else the local GPU (its catalog entry, and its memory as the budget); else
  * the default entry. */
@@ -42,6 +43,11 @@ static int resolve_gpu(struct job *j)
             snprintf(j->gpu_note, sizeof j->gpu_note, "default %.40s (no local GPU: %.96s)", g->name, note);
     }
     j->gpu = *g;
+    /* a budget the GPU cannot hold is a typo or a wrong --gpu: say so, never silently */
+    if (j->opt.budget > g->memory_bytes && !j->budget_from_device)
+        fprintf(stderr, "llmem-sweep: warning: the budget (%.2f GiB) is above the memory of the "
+                        "%s (%.2f GiB)\n", units_gib(j->opt.budget), g->name,
+                units_gib(g->memory_bytes));
     if (j->opt.gpus_per_node > 0)
         j->gpu.gpus_per_node = j->opt.gpus_per_node;
     if (!j->opt.budget)
@@ -113,7 +119,12 @@ int job_init(struct job *j, const struct options *o)
         return e.code;
     }
     struct sweep *s = &j->sweep;
-    s->opt = &j->opt;
+    s->par = (struct sweep_params){
+        .top = o->top, .all = o->all, .no_prune = o->no_prune,
+        .progress = !o->quiet && (o->progress || isatty(STDERR_FILENO)),
+        .llmem_rank = o->rank == RANK_LLMEM, .threads = o->threads,
+        .shard_k = o->shard_k, .shard_n = o->shard_n, .margin_pct = o->margin_pct,
+    };
     s->gpu = &j->gpu;
     s->budget = j->opt.budget;
     mem_options_for_gpu(&j->gpu, j->opt.paper, &s->mem);
@@ -130,7 +141,14 @@ int job_build_space(struct job *j)
         return EXIT_IO;
     for (size_t i = 0; i < j->sweep.nmodels; i++)
         plans[i] = &j->sweep.models[i];
-    int rc = space_build(&j->opt, plans, j->sweep.nmodels, &j->sweep.space);
+    struct space_axes *axes = malloc(sizeof *axes);
+    if (!axes) {
+        free(plans);
+        return EXIT_IO;
+    }
+    options_space_axes(&j->opt, axes);
+    int rc = space_build(axes, plans, j->sweep.nmodels, &j->sweep.space);
+    free(axes);
     free(plans);
     return rc ? EXIT_IO : 0;
 }

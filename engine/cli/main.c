@@ -12,7 +12,7 @@ static const struct {
 } commands[] = {
     {"explain", cmd_explain}, {"validate", cmd_validate}, {"fit", cmd_fit},
     {"models", cmd_models},   {"gpus", cmd_gpus},         {"devices", cmd_devices},
-    {"probe", cmd_probe},     {"merge", cmd_merge},
+    {"probe", cmd_probe},     {"merge", cmd_merge},       {"diff", cmd_diff},
 };
 
 int main(int argc, char **argv)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer.h"
 #include "error.h"
 #include "units.h"
 
@@ -243,6 +244,19 @@ static int apply_value(struct options *o, const char *name, const char *v)
     }
     else if (!strcmp(name, "--margin"))
         rc = parse_margin(v, &o->margin_pct);
+    else if (!strcmp(name, "--objective")) {
+        tmp = objective_parse(v);
+        rc = tmp < 0 ? -1 : 0;
+        o->objective = tmp < 0 ? o->objective : tmp;
+    } else if (!strcmp(name, "--tokens")) {
+        char *end;
+        double t = strtod(v, &end);
+        rc = end == v || *end || !(t >= 1 && t <= 1e18) ? -1 : 0;
+        o->tokens = rc ? o->tokens : t;
+    } else if (!strcmp(name, "--recipes")) {
+        rc = strcmp(v, "default") && strcmp(v, "all") ? -1 : 0;
+        o->all_recipes = !strcmp(v, "all");
+    }
     else if (!strcmp(name, "--top")) {
         rc = parse_i32(v, 0, INT32_MAX, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
         o->top = i32;
@@ -291,6 +305,7 @@ int options_parse(int argc, char **argv, int first, enum options_mode mode, stru
     o->stack = STACK_HF;
     o->margin_pct = -1; /* auto */
     o->offload = OFFLOAD_OPTIMIZER;
+    o->tokens = ANSWER_TOKENS_DEFAULT;
     for (int i = first; i < argc; i++) {
         char name[64];
         const char *arg = argv[i], *eq = strchr(arg, '='), *val = NULL;
@@ -321,6 +336,32 @@ int options_parse(int argc, char **argv, int first, enum options_mode mode, stru
     return 0;
 }
 
+/* The recipes people run (README "Default recipes"): bf16 mixed precision with AdamW, full
+ * fine-tuning, LoRA and QLoRA (r16 on every linear layer, NF4 base for QLoRA) at today's
+ * SFT sequence lengths. --recipes all is the full cross product of the recipe axes. */
+static void default_recipe_axes(struct options *o)
+{
+    if (!o->seq.n)
+        options_parse_int_list(o->all_recipes ? "512,1024,2048,4096" : "2048,4096,8192", 2,
+                               1 << 20, &o->seq);
+    if (!o->nprecisions) {
+        for (int p = 0; p < PREC_COUNT; p++)
+            if (o->all_recipes || p == PREC_BF16)
+                o->precisions[o->nprecisions++] = p;
+    }
+    if (!o->nfinetunes)
+        for (int f = 0; f < FT_COUNT; f++)
+            o->finetunes[o->nfinetunes++] = f;
+    if (!o->nquants) {
+        o->quants[o->nquants++] = QUANT_NONE;
+        o->quants[o->nquants++] = QUANT_NF4;
+    }
+    if (!o->noptimizers)
+        for (int p = 0; p < OPT_COUNT; p++)
+            if (o->all_recipes || p == OPT_ADAMW)
+                o->optimizers[o->noptimizers++] = p;
+}
+
 void options_default_axes(struct options *o)
 {
     static const char *const batch = "1,2,4,8,16,32,64,128,256,512,1024";
@@ -331,23 +372,9 @@ void options_default_axes(struct options *o)
         options_parse_int_list("1,2,4,8,16,32,64", 1, 4096, &o->gpus);
     if (!o->batch.n)
         options_parse_int_list(batch, 1, 65536, &o->batch);
-    if (!o->seq.n)
-        options_parse_int_list("512,1024,2048,4096", 2, 1 << 20, &o->seq);
     if (!o->lora_r.n)
         options_parse_int_list("16", 1, 65536, &o->lora_r);
-    if (!o->nprecisions)
-        for (int p = 0; p < PREC_COUNT; p++)
-            o->precisions[o->nprecisions++] = p;
-    if (!o->nfinetunes)
-        for (int f = 0; f < FT_COUNT; f++)
-            o->finetunes[o->nfinetunes++] = f;
-    if (!o->nquants) {
-        o->quants[o->nquants++] = QUANT_NONE;
-        o->quants[o->nquants++] = QUANT_NF4;
-    }
-    if (!o->noptimizers)
-        for (int p = 0; p < OPT_COUNT; p++)
-            o->optimizers[o->noptimizers++] = p;
+    default_recipe_axes(o);
     if (!o->nckpts) {
         o->ckpts[o->nckpts++] = CKPT_ON;
         o->ckpts[o->nckpts++] = CKPT_OFF;
@@ -377,14 +404,34 @@ void options_usage(enum options_mode mode)
               "  --seq N            sequence length (default 512)\n", stdout);
     } else {
         fputs("usage: llmem-sweep [options] [--out FILE]...\n"
-              "Sweeps fine-tuning configurations and ranks the fastest that fit the budget.\n"
+              "       llmem-sweep COMMAND [options]   (COMMAND --help for its options)\n"
+              "Sweeps fine-tuning recipes (what is trained) and, per recipe, ranks the layouts\n"
+              "(how it runs) that fit the budget, fastest first.\n"
+              "Commands:\n"
+              "  explain            one configuration: every memory term, the peak, the time\n"
+              "  validate           predict measured rows; error per row and summary\n"
+              "  fit                fit peak-type rules from measurements\n"
+              "  models | gpus      list the catalogs\n"
+              "  devices            GPUs seen through the CUDA runtime\n"
+              "  merge              combine --shard CSVs into one report\n"
+              "  diff OLD NEW       what changed between two ranked CSVs (nightly jobs)\n"
+              "Options:\n"
               "  --methods LIST     single,cdp,adp,tp,dp+tp,zero1,zero2,pp,offload (default all)\n"
               "  --gpus LIST        GPU counts (default 1,2,4,8,16,32,64)\n"
               "  --tp LIST          TP degrees of dp+tp and pp (default every divisor)\n"
               "  --pp LIST          pipeline stages of pp (default every divisor >= 2)\n"
               "  --batch LIST       per-GPU micro-batches (default powers of 2 up to 1024)\n"
-              "  --seq LIST         sequence lengths (default 512,1024,2048,4096)\n"
-              "  --top N            rows in the ranked report (default 50; 0 = all fitting)\n"
+              "  --seq LIST         sequence lengths (default 2048,4096,8192)\n"
+              "  --recipes R        default (bf16 mixed, AdamW; full, LoRA and QLoRA r16 on\n"
+              "                     all linear layers; seq 2048,4096,8192) or all (every\n"
+              "                     precision and optimizer, seq 512,1024,2048,4096); the\n"
+              "                     recipe options below override either\n"
+              "  --top N            layouts ranked per recipe (default 50; 0 = all fitting)\n"
+              "  --objective O      best layout in the per-recipe summaries: throughput\n"
+              "                     (default: tokens/s of the job), per-gpu (tokens/s per GPU)\n"
+              "                     or min-gpus (the fewest GPUs, then the fastest)\n"
+              "  --tokens N         training tokens for the time and GPU-hour estimates\n"
+              "                     (default 1e9)\n"
               "  --all              also keep non-fitting points (implies --no-prune)\n"
               "  --no-prune         evaluate every point (same fitting set, slower)\n"
               "  --threads N        worker threads (default: all cores)\n"
@@ -402,13 +449,13 @@ void options_usage(enum options_mode mode)
           "                     (MB = 10^6 bytes, MiB = 2^20; default: the GPU's memory)\n"
           "  --gpu NAME         datasets/gpus.csv entry (default: local GPU, else H100-SXM-80GB)\n"
           "  --base SIZE        m_base: CUDA context and workspaces (default: the GPU's)\n"
-          "  --precision LIST   fp32,fp16,bf16,bf16-pure\n"
+          "  --precision LIST   fp32,fp16,bf16,bf16-pure (sweep default bf16)\n"
           "  --finetune LIST    full,lora,qlora\n"
           "  --quant LIST       none,int8,nf4,nf4-dq (frozen base; qlora implies nf4)\n"
           "  --lora-r LIST      LoRA ranks (default 16)\n"
           "  --lora-targets L   attn,mlp,all or modules joined by '+' (q+k+v+o+gate+up+down+head)\n"
           "  --grad-ckpt LIST   on,off,selective (selective: op-level SAC, as torchtitan)\n"
-          "  --optimizer LIST   adamw,adamw8bit,sgd\n"
+          "  --optimizer LIST   adamw,adamw8bit,sgd (sweep default adamw)\n"
           "  --ep LIST          expert-parallel degrees for MoE models (default 1): experts\n"
           "                     sharded over ep ranks of the data-parallel group\n"
           "  --offload WHAT     method offload keeps in host memory: optimizer (default; fp32\n"
@@ -428,4 +475,64 @@ void options_usage(enum options_mode mode)
           "                     budget), PCT (the prediction + PCT %), 0 (the prediction alone)\n"
           "Exit codes: 0 ok, 1 nothing fits, 2 usage, 3 bad input file, 4 I/O error.\n",
           stdout);
+}
+
+void options_space_axes(const struct options *o, struct space_axes *a)
+{
+    memset(a, 0, sizeof *a);
+    memcpy(a->methods, o->methods, sizeof a->methods);
+    a->nmethods = o->nmethods;
+    a->gpus = o->gpus;
+    a->batch = o->batch;
+    a->seq = o->seq;
+    a->lora_r = o->lora_r;
+    a->tp = o->tp;
+    a->ep = o->ep;
+    memcpy(a->precisions, o->precisions, sizeof a->precisions);
+    a->nprecisions = o->nprecisions;
+    memcpy(a->finetunes, o->finetunes, sizeof a->finetunes);
+    a->nfinetunes = o->nfinetunes;
+    memcpy(a->quants, o->quants, sizeof a->quants);
+    a->nquants = o->nquants;
+    memcpy(a->optimizers, o->optimizers, sizeof a->optimizers);
+    a->noptimizers = o->noptimizers;
+    memcpy(a->ckpts, o->ckpts, sizeof a->ckpts);
+    a->nckpts = o->nckpts;
+    memcpy(a->targets, o->targets, sizeof a->targets);
+    a->ntargets = o->ntargets;
+    a->stack = o->stack;
+    a->eager = o->eager;
+    a->data = o->data;
+    a->alloc = o->alloc;
+    a->pp = o->pp;
+    a->pp_microbatches = o->pp_microbatches;
+    a->offload = o->offload;
+    a->gpus_per_node = o->gpus_per_node;
+}
+
+void options_report_inputs(const struct options *o, struct report_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    options_space_axes(o, &in->axes);
+    in->models = o->models;
+    in->nmodels = o->nmodels;
+    in->outs = o->outs;
+    in->nouts = o->nouts;
+    in->format_html = o->format == FORMAT_HTML;
+    in->budget = o->budget;
+    in->base = o->base;
+    in->base_set = o->base_set;
+    in->top = o->top;
+    in->all = o->all;
+    in->no_prune = o->no_prune;
+    in->paper = o->paper;
+    in->llmem_rank = o->rank == RANK_LLMEM;
+    in->stamp = o->stamp;
+    in->shard_k = o->shard_k;
+    in->shard_n = o->shard_n;
+    in->rules = o->rules;
+    in->margin_pct = o->margin_pct;
+    in->objective = (enum objective)o->objective;
+    in->tokens = o->tokens;
+    in->command = o->command;
 }

@@ -9,18 +9,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "answer.h"
+#include "report.h"
+#include "space.h"
 #include "train.h"
 
-#define OPT_LIST_MAX 1024
 #define OPT_MODELS_MAX 256
 #define OPT_OUTS_MAX 4
 
-struct int_list {
-    int32_t v[OPT_LIST_MAX];
-    int n;
-};
-
-enum out_format { FORMAT_AUTO, FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON, FORMAT_HTML, FORMAT_TEXT };
 enum rank_mode { RANK_SPEED, RANK_LLMEM };
 
 struct options {
@@ -64,6 +60,10 @@ struct options {
     enum out_format format;
     const char *outs[OPT_OUTS_MAX];
     int nouts;
+    int objective;            /* --objective: enum objective (answer.h), default throughput */
+    double tokens;            /* --tokens N: training tokens for the time estimates */
+    bool all_recipes;         /* --recipes all: the full cross product of the recipe axes */
+    const char *command;      /* the command line, for reports (set by the command) */
 };
 
 /* Which options a command accepts. */
@@ -83,5 +83,9 @@ void options_default_axes(struct options *o);
 int options_parse_int_list(const char *s, int32_t lo, int32_t hi, struct int_list *out);
 
 void options_usage(enum options_mode mode);
+
+/* The search's and the reports' view of the options (after options_default_axes). */
+void options_space_axes(const struct options *o, struct space_axes *a);
+void options_report_inputs(const struct options *o, struct report_inputs *in);
 
 #endif

@@ -41,12 +41,12 @@ static void add(struct grow *g, uint32_t model, const struct train_config *c, bo
         g->v = v;
         g->cap = cap;
     }
-    g->v[g->n++] = (struct space_outer){model, *c};
+    g->v[g->n++] = (struct space_outer){.model = model, .cfg = *c};
 }
 
 /* The fine-tuning axes (precision, mode, quantization, rank, targets, checkpointing,
  * optimizer) for one model and parallel layout. */
-static void add_tuning(struct grow *g, const struct options *o, uint32_t model,
+static void add_tuning(struct grow *g, const struct space_axes *o, uint32_t model,
                        struct train_config c)
 {
     for (int pi = 0; pi < o->nprecisions; pi++)
@@ -78,7 +78,7 @@ static void add_tuning(struct grow *g, const struct options *o, uint32_t model,
 
 /* The expert-parallel degrees of one layout: --ep's (default 1), each where it is valid
  * (a MoE model, a data-parallel method, ep dividing dp and the experts). */
-static void add_ep(struct grow *g, const struct options *o, uint32_t model,
+static void add_ep(struct grow *g, const struct space_axes *o, uint32_t model,
                    const struct model_plan *p, struct train_config c)
 {
     static const int32_t one = 1;
@@ -102,7 +102,7 @@ static bool listed_or_empty(const struct int_list *l, int32_t v)
 }
 
 /* The configuration of a layout before the tuning axes are set. */
-static struct train_config layout_config(const struct options *o, enum method m, int32_t n)
+static struct train_config layout_config(const struct space_axes *o, enum method m, int32_t n)
 {
     struct train_config c = {.method = m, .gpus = n, .ep = 1, .stack = o->stack,
                              .data = o->data, .alloc = o->alloc};
@@ -119,7 +119,7 @@ static struct train_config layout_config(const struct options *o, enum method m,
  * then pipeline model parallelism can be used to scale up ... across servers", Narayanan
  * et al. 2021, takeaway #1), dp the rest (Megatron's tp x dp x pp grid);
  * --pp-microbatches per step, 4 x pp by default. */
-static void add_pipelines(struct grow *g, const struct options *o, uint32_t model,
+static void add_pipelines(struct grow *g, const struct space_axes *o, uint32_t model,
                           const struct model_plan *p, int32_t n)
 {
     struct train_config c = layout_config(o, METHOD_PP, n);
@@ -141,7 +141,7 @@ static void add_pipelines(struct grow *g, const struct options *o, uint32_t mode
 
 /* The parallel layouts of a method on n GPUs: single 1x1; CDP/ADP/ZeRO n x 1; TP 1 x n;
  * DP+TP every tp in --tp (or every divisor) with dp, tp > 1; pipelines (add_pipelines). */
-static void add_layouts(struct grow *g, const struct options *o, uint32_t model,
+static void add_layouts(struct grow *g, const struct space_axes *o, uint32_t model,
                         const struct model_plan *p, enum method m, int32_t n)
 {
     if (m == METHOD_PP) {
@@ -162,7 +162,7 @@ static void add_layouts(struct grow *g, const struct options *o, uint32_t model,
 
 /* Why a method on n GPUs gives no layout for model p: the reason of its first candidate
  * layout (tp = n for tp, the smallest pipeline for pp, else tp 1). */
-static const char *layout_reason(const struct options *o, const struct model_plan *p,
+static const char *layout_reason(const struct space_axes *o, const struct model_plan *p,
                                  enum method m, int32_t n)
 {
     struct train_config c = layout_config(o, m, n);
@@ -177,7 +177,7 @@ static const char *layout_reason(const struct options *o, const struct model_pla
     return why ? why : "no --tp/--pp value divides the GPU count";
 }
 
-void space_why_empty(const struct options *o, const struct model_plan *p, char *buf, size_t n)
+void space_why_empty(const struct space_axes *o, const struct model_plan *p, char *buf, size_t n)
 {
     size_t used = 0;
     buf[0] = '\0';
@@ -195,7 +195,92 @@ void space_why_empty(const struct options *o, const struct model_plan *p, char *
             }
 }
 
-int space_build(const struct options *o, const struct model_plan *const *models,
+
+/* Same tuning recipe: everything but the layout (method, GPUs, split, checkpointing). */
+static int tuning_cmp(const struct space_outer *a, const struct space_outer *b)
+{
+    const struct train_config *x = &a->cfg, *y = &b->cfg;
+    const int64_t k[7][2] = {
+        {a->model, b->model},         {x->finetune, y->finetune},   {x->lora_r, y->lora_r},
+        {x->lora_targets, y->lora_targets}, {x->quant, y->quant},   {x->precision, y->precision},
+        {x->optimizer, y->optimizer},
+    };
+    for (int i = 0; i < 7; i++)
+        if (k[i][0] != k[i][1])
+            return (k[i][0] > k[i][1]) - (k[i][0] < k[i][1]);
+    return 0;
+}
+
+static const struct space_outer *sort_base;
+
+static int outer_idx_cmp(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int d = tuning_cmp(&sort_base[x], &sort_base[y]);
+    return d ? d : (x > y) - (x < y);
+}
+
+/* Numbers the tuning recipes (in the order of their first outer entry) and each entry's
+ * position among its recipe's layouts. Returns 0 or -1. */
+static int number_recipes(struct space *s)
+{
+    size_t n = s->nouter;
+    size_t *ord = malloc((n ? n : 1) * sizeof *ord);
+    uint32_t *first = malloc((n ? n : 1) * sizeof *first);
+    s->recipe_outer = malloc((n ? n : 1) * sizeof *s->recipe_outer);
+    s->nlayout = calloc(n ? n : 1, sizeof *s->nlayout);
+    if (!ord || !first || !s->recipe_outer || !s->nlayout) {
+        free(ord);
+        free(first);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        ord[i] = i;
+    sort_base = s->outer; /* setup only, single-threaded */
+    qsort(ord, n, sizeof *ord, outer_idx_cmp);
+    /* groups of equal tuning: each group's first (lowest) outer index names it */
+    for (size_t lo = 0, hi; lo < n; lo = hi) {
+        for (hi = lo + 1; hi < n && !tuning_cmp(&s->outer[ord[hi]], &s->outer[ord[lo]]); hi++)
+            ;
+        for (size_t k = lo; k < hi; k++) {
+            s->outer[ord[k]].layout = (uint32_t)(k - lo);
+            first[ord[k]] = (uint32_t)ord[lo];
+        }
+    }
+    /* recipe ids in the order of the first outer entry: deterministic, and the same for
+     * every shard */
+    size_t t = 0;
+    for (size_t i = 0; i < n; i++)
+        if (first[i] == i)
+            s->recipe_outer[t] = (uint32_t)i, s->outer[i].recipe = (uint32_t)t++;
+    for (size_t i = 0; i < n; i++) {
+        s->outer[i].recipe = s->outer[first[i]].recipe;
+        s->nlayout[s->outer[i].recipe]++;
+    }
+    s->ntuning = t;
+    free(ord);
+    free(first);
+    return 0;
+}
+
+int space_gpu_index(const struct space *s, int32_t gpus)
+{
+    for (int i = 0; i < s->ngpus; i++)
+        if (s->gpus[i] == gpus)
+            return i;
+    return -1;
+}
+
+void space_recipe_config(const struct space *s, size_t r, uint32_t *model, struct train_config *c)
+{
+    const struct space_outer *o = &s->outer[s->recipe_outer[r / (size_t)s->nseq]];
+    *model = o->model;
+    *c = o->cfg;
+    c->seq_len = s->seq[r % (size_t)s->nseq];
+    c->micro_batch = 1;
+}
+
+int space_build(const struct space_axes *o, const struct model_plan *const *models,
                 size_t nmodels, struct space *s)
 {
     struct grow g = {0};
@@ -217,6 +302,12 @@ int space_build(const struct options *o, const struct model_plan *const *models,
     s->nseq = o->seq.n;
     memcpy(s->batch, o->batch.v, (size_t)o->batch.n * sizeof s->batch[0]);
     memcpy(s->seq, o->seq.v, (size_t)o->seq.n * sizeof s->seq[0]);
+    s->ngpus = o->gpus.n;
+    memcpy(s->gpus, o->gpus.v, (size_t)o->gpus.n * sizeof s->gpus[0]);
+    if (number_recipes(s) != 0) {
+        space_free(s);
+        return -1;
+    }
     return 0;
 }
 
@@ -225,6 +316,8 @@ void space_free(struct space *s)
     if (s) {
         free(s->outer);
         free(s->group);
+        free(s->recipe_outer);
+        free(s->nlayout);
         memset(s, 0, sizeof *s);
     }
 }

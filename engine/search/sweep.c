@@ -47,25 +47,23 @@ static double llmem_score(const struct train_config *c)
     }
 }
 
-long sweep_cell_index(const struct sweep *s, uint32_t model, enum method m, int32_t gpus)
-{
-    const struct int_list *g = &s->opt->gpus;
-    for (int i = 0; i < g->n; i++)
-        if (g->v[i] == gpus)
-            return ((long)model * METHOD_COUNT + (long)m) * g->n + i;
-    return -1;
-}
-
 /* --- per-thread state ------------------------------------------------------------- */
 
+/* One recipe's kept layouts in one thread: a heap with the worst on top when bounded. */
+struct recipe_acc {
+    struct sweep_hit *hits;
+    uint32_t n, cap;
+    uint64_t fitting;
+    struct sweep_hit closest;
+    bool has_closest;
+};
+
 struct worker {
-    struct sweep_hit *hits; /* a heap with the worst on top when bounded */
-    size_t n, cap;
+    struct recipe_acc *rec; /* per recipe id */
     size_t limit;           /* 0 = keep all */
     uint64_t evaluated, fitting;
-    struct sweep_hit closest;
-    bool has_closest, failed;
-    struct sweep_cell *cells;
+    bool failed;
+    struct sweep_hit *by_gpu; /* per (recipe, GPU count) */
 };
 
 static bool worse(const struct sweep_hit *a, const struct sweep_hit *b)
@@ -103,51 +101,42 @@ static void sift_up(struct sweep_hit *h, size_t i)
     }
 }
 
-static void keep(struct worker *w, const struct sweep_hit *hit)
+static void keep(struct worker *w, struct recipe_acc *a, const struct sweep_hit *hit)
 {
-    if (w->limit && w->n == w->limit) {
-        if (worse(hit, &w->hits[0]))
+    if (w->limit && a->n == w->limit) {
+        if (worse(hit, &a->hits[0]))
             return;
-        w->hits[0] = *hit;
-        sift_down(w->hits, w->n, 0);
+        a->hits[0] = *hit;
+        sift_down(a->hits, a->n, 0);
         return;
     }
-    if (w->n == w->cap) { /* grows only while filling; amortised, not per point */
-        size_t cap = w->cap ? 2 * w->cap : 1024;
-        struct sweep_hit *h = realloc(w->hits, cap * sizeof *h);
+    if (a->n == a->cap) { /* once per recipe when bounded; amortised doubling otherwise */
+        size_t cap = w->limit ? w->limit : (a->cap ? 2 * (size_t)a->cap : 64);
+        struct sweep_hit *h = cap > UINT32_MAX ? NULL : realloc(a->hits, cap * sizeof *h);
         if (!h) {
             w->failed = true;
             return;
         }
-        w->hits = h;
-        w->cap = cap;
+        a->hits = h;
+        a->cap = (uint32_t)cap;
     }
-    w->hits[w->n++] = *hit;
+    a->hits[a->n++] = *hit;
     if (w->limit)
-        sift_up(w->hits, w->n - 1);
+        sift_up(a->hits, a->n - 1);
 }
 
-static void note_cell(struct worker *w, long cell, const struct sweep_hit *hit, int32_t batch)
+bool sweep_hit_closer(const struct sweep_hit *a, const struct sweep_hit *b)
 {
-    if (cell < 0)
-        return;
-    struct sweep_cell *c = &w->cells[cell];
-    if (hit->fits) {
-        if (!c->has_fit || batch > c->fit_batch ||
-            (batch == c->fit_batch && (hit->score > c->fit_score ||
-                                       (hit->score == c->fit_score && hit->index < c->fit_index)))) {
-            c->has_fit = true;
-            c->fit_batch = batch;
-            c->fit_score = hit->score;
-            c->fit_peak = hit->peak;
-            c->fit_index = hit->index;
-        }
-    } else if (!c->has_miss || hit->peak < c->miss_peak ||
-               (hit->peak == c->miss_peak && hit->index < c->miss_index)) {
-        c->has_miss = true;
-        c->miss_peak = hit->peak;
-        c->miss_index = hit->index;
-    }
+    return a->peak < b->peak || (a->peak == b->peak && a->index < b->index);
+}
+
+#define closer sweep_hit_closer
+
+/* The best fitting layout per (recipe, GPU count). */
+static void note_by_gpu(struct sweep_hit *b, const struct sweep_hit *hit)
+{
+    if (!b->fits || sweep_hit_cmp(hit, b) < 0)
+        *b = *hit;
 }
 
 /* --- evaluation ------------------------------------------------------------------- */
@@ -162,15 +151,16 @@ struct prepared {
     double fit_factor;        /* peak x this must fit the budget (--margin) */
 };
 
-static void prepare(const struct sweep *s, const struct space_outer *o, struct prepared *pr)
+static void prepare(const struct sweep *s, uint32_t model, const struct train_config *c,
+                    struct prepared *pr)
 {
-    pr->cfg = o->cfg;
-    pr->plan = &s->models[o->model];
+    pr->cfg = *c;
+    pr->plan = &s->models[model];
     memmodel_prepare(pr->plan, &pr->cfg, &s->mem, &pr->mem);
     speed_prepare(pr->plan, &pr->cfg, s->gpu, &pr->speed);
     pr->rules.set = -1;
     if (s->rules) {
-        int set = rules_prepare(s->rules, s->rule_binding[o->model], pr->plan, &pr->cfg);
+        int set = rules_prepare(s->rules, s->rule_binding[model], pr->plan, &pr->cfg);
         rules_compile(s->rules, set, pr->plan, &pr->cfg, &pr->rules);
     }
     /* the band's factors are per configuration: the upper end stays monotone in the peak,
@@ -178,7 +168,7 @@ static void prepare(const struct sweep *s, const struct space_outer *o, struct p
     pr->band = band_lookup(s->band, &pr->cfg);
     if (pr->rules.set >= 0 && rules_set_band(s->rules, pr->rules.set, &pr->band.lo, &pr->band.hi))
         pr->band.level = BAND_CALIBRATION; /* a calibration's own held-out band */
-    pr->fit_factor = s->opt->margin_pct < 0 ? pr->band.hi : 1.0 + s->opt->margin_pct / 100.0;
+    pr->fit_factor = s->par.margin_pct < 0 ? pr->band.hi : 1.0 + s->par.margin_pct / 100.0;
 }
 
 /* Peak of the point in pr->cfg; *rule gets the binding rule candidate or -1. */
@@ -202,7 +192,7 @@ static uint64_t point_peak(const struct sweep *s, const struct prepared *pr, str
 static double point_score(const struct sweep *s, const struct prepared *pr, struct speed_estimate *sp)
 {
     speed_eval(&pr->cfg, &pr->speed, sp);
-    return s->opt->rank == RANK_LLMEM ? llmem_score(&pr->cfg) : sp->tokens_per_s;
+    return s->par.llmem_rank ? llmem_score(&pr->cfg) : sp->tokens_per_s;
 }
 
 /* Walks one outer configuration; returns true when even its smallest point (first
@@ -212,19 +202,23 @@ static double point_score(const struct sweep *s, const struct prepared *pr, stru
  * with --rules. */
 static bool pruning(const struct sweep *s)
 {
-    return !s->opt->no_prune && !s->opt->all && !s->rules;
+    return !s->par.no_prune && !s->par.all && !s->rules;
 }
 
 static bool sweep_outer(const struct sweep *s, size_t oi, struct worker *w)
 {
     const struct space *sp = &s->space;
     const bool prune = pruning(s);
+    const struct space_outer *so = &sp->outer[oi];
     struct prepared pr;
-    prepare(s, &sp->outer[oi], &pr);
-    long cell = sweep_cell_index(s, sp->outer[oi].model, pr.cfg.method, pr.cfg.gpus);
+    prepare(s, so->model, &so->cfg, &pr);
+    const int gi = space_gpu_index(sp, pr.cfg.gpus);
     uint64_t base = (uint64_t)oi * (uint64_t)sp->nseq * (uint64_t)sp->nbatch;
 
     for (int si = 0; si < sp->nseq; si++) {
+        const size_t rid = (size_t)so->recipe * (size_t)sp->nseq + (size_t)si;
+        struct recipe_acc *acc = &w->rec[rid];
+        struct sweep_hit *by_gpu = &w->by_gpu[rid * (size_t)sp->ngpus + (size_t)gi];
         pr.cfg.seq_len = sp->seq[si];
         for (int bi = 0; bi < sp->nbatch; bi++) {
             struct mem_estimate e;
@@ -238,19 +232,17 @@ static bool sweep_outer(const struct sweep *s, size_t oi, struct worker *w)
             if (hit.fits) {
                 hit.score = point_score(s, &pr, &spd);
                 w->fitting++;
-                keep(w, &hit);
+                acc->fitting++;
+                keep(w, acc, &hit);
+                note_by_gpu(by_gpu, &hit);
             } else {
-                if (!w->has_closest || hit.peak < w->closest.peak ||
-                    (hit.peak == w->closest.peak && hit.index < w->closest.index)) {
-                    w->closest = hit;
-                    w->has_closest = true;
-                }
-                if (s->opt->all) {
+                if (!acc->has_closest || closer(&hit, &acc->closest))
+                    acc->closest = hit, acc->has_closest = true;
+                if (s->par.all) {
                     hit.score = point_score(s, &pr, &spd);
-                    keep(w, &hit);
+                    keep(w, acc, &hit);
                 }
             }
-            note_cell(w, cell, &hit, pr.cfg.micro_batch);
             if (!hit.fits && prune) {
                 if (bi == 0) /* the smallest micro-batch fails: longer sequences fail too */
                     return si == 0;
@@ -278,13 +270,6 @@ static void sweep_group(const struct sweep *s, size_t g, struct worker *w)
 
 /* --- driver ------------------------------------------------------------------------ */
 
-static bool show_progress(const struct options *o)
-{
-    if (o->quiet)
-        return false;
-    return o->progress || isatty(STDERR_FILENO);
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -292,57 +277,88 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void merge_worker(struct sweep_result *r, struct worker *w, size_t ncells, int *failed)
+static void merge_counts(struct sweep_result *r, const struct worker *w)
 {
     r->evaluated += w->evaluated;
     r->fitting += w->fitting;
-    if (w->has_closest && (!r->has_closest || w->closest.peak < r->closest.peak ||
-                           (w->closest.peak == r->closest.peak && w->closest.index < r->closest.index))) {
-        r->closest = w->closest;
-        r->has_closest = true;
+    for (size_t i = 0; i < r->nby_gpu; i++)
+        if (w->by_gpu[i].fits)
+            note_by_gpu(&r->by_gpu[i], &w->by_gpu[i]);
+    for (size_t k = 0; k < r->nrecipes; k++) {
+        const struct recipe_acc *a = &w->rec[k];
+        struct sweep_recipe *d = &r->recipes[k];
+        d->fitting += a->fitting;
+        d->n += a->n;
+        if (a->has_closest && (!d->has_closest || closer(&a->closest, &d->closest)))
+            d->closest = a->closest, d->has_closest = true;
     }
-    for (size_t i = 0; i < ncells; i++) {
-        struct sweep_cell *c = &w->cells[i];
-        struct worker one = {.cells = r->cells};
-        if (c->has_fit) {
-            struct sweep_hit h = {c->fit_score, c->fit_peak, c->fit_index, true};
-            note_cell(&one, (long)i, &h, c->fit_batch);
+}
+
+/* The threads' kept layouts of each recipe, sorted and cut to the limit; the overall
+ * closest miss. */
+static int merge_hits(struct sweep_result *r, struct worker *w, int nthreads, size_t limit)
+{
+    size_t total = 0;
+    for (size_t k = 0; k < r->nrecipes; k++)
+        total += r->recipes[k].n;
+    r->hits = malloc((total ? total : 1) * sizeof *r->hits);
+    if (!r->hits)
+        return -1;
+    size_t at = 0;
+    for (size_t k = 0; k < r->nrecipes; k++) {
+        struct sweep_recipe *d = &r->recipes[k];
+        d->off = at;
+        for (int t = 0; t < nthreads; t++) {
+            const struct recipe_acc *a = &w[t].rec[k];
+            if (a->n)
+                memcpy(r->hits + at, a->hits, a->n * sizeof *a->hits);
+            at += a->n;
         }
-        if (c->has_miss) {
-            struct sweep_hit h = {0, c->miss_peak, c->miss_index, false};
-            note_cell(&one, (long)i, &h, 0);
-        }
+        qsort(r->hits + d->off, d->n, sizeof *r->hits, sweep_hit_cmp);
+        if (limit && d->n > limit)
+            d->n = limit;
+        if (d->has_closest && (!r->has_closest || closer(&d->closest, &r->closest)))
+            r->closest = d->closest, r->has_closest = true;
     }
-    struct sweep_hit *all = realloc(r->hits, (r->nhits + w->n + 1) * sizeof *all);
-    if (all)
-        r->hits = all;
-    if (!all || w->failed) {
-        *failed = 1;
-        return;
+    /* compact: recipes cut to the limit leave gaps */
+    size_t w2 = 0;
+    for (size_t k = 0; k < r->nrecipes; k++) {
+        struct sweep_recipe *d = &r->recipes[k];
+        memmove(r->hits + w2, r->hits + d->off, d->n * sizeof *r->hits);
+        d->off = w2;
+        w2 += d->n;
     }
-    if (w->n)
-        memcpy(all + r->nhits, w->hits, w->n * sizeof *all);
-    r->hits = all;
-    r->nhits += w->n;
+    r->nhits = w2;
+    return 0;
+}
+
+static void free_worker(struct worker *w, size_t nrecipes)
+{
+    for (size_t k = 0; w->rec && k < nrecipes; k++)
+        free(w->rec[k].hits);
+    free(w->rec);
+    free(w->by_gpu);
 }
 
 int sweep_run(const struct sweep *s, struct sweep_result *r)
 {
-    const struct options *o = s->opt;
+    const struct sweep_params *o = &s->par;
     const struct space *sp = &s->space;
-    const size_t ncells = s->nmodels * METHOD_COUNT * (size_t)o->gpus.n;
+    const size_t nrec = space_recipes(sp);
+    const size_t ncells = nrec * (size_t)sp->ngpus;
     const size_t limit = (o->top > 0 && !o->all) ? (size_t)o->top : 0;
     const size_t shard_n = o->shard_n ? (size_t)o->shard_n : 1;
     const size_t shard_k = o->shard_n ? (size_t)o->shard_k - 1 : 0;
-    const bool progress = show_progress(o);
     int nthreads = 1, failed = 0;
     atomic_size_t done = 0;
     double t0 = now_s(), last = t0;
 
     memset(r, 0, sizeof *r);
-    r->cells = calloc(ncells ? ncells : 1, sizeof *r->cells);
-    r->ncells = ncells;
-    if (!r->cells)
+    r->by_gpu = calloc(ncells ? ncells : 1, sizeof *r->by_gpu);
+    r->recipes = calloc(nrec ? nrec : 1, sizeof *r->recipes);
+    r->nby_gpu = ncells;
+    r->nrecipes = nrec;
+    if (!r->by_gpu || !r->recipes)
         return -1;
     for (size_t g = shard_k; g < sp->ngroups; g += shard_n)
         r->space += (uint64_t)(group_end(sp, g) - sp->group[g]) * (uint64_t)sp->nseq * (uint64_t)sp->nbatch;
@@ -354,8 +370,9 @@ int sweep_run(const struct sweep *s, struct sweep_result *r)
         return -1;
     for (int t = 0; t < nthreads; t++) {
         workers[t].limit = limit;
-        workers[t].cells = calloc(ncells ? ncells : 1, sizeof *workers[t].cells);
-        failed |= !workers[t].cells;
+        workers[t].by_gpu = calloc(ncells ? ncells : 1, sizeof *workers[t].by_gpu);
+        workers[t].rec = calloc(nrec ? nrec : 1, sizeof *workers[t].rec);
+        failed |= !workers[t].by_gpu || !workers[t].rec;
     }
     const long nslices = failed || shard_k >= sp->ngroups ? 0
                        : (long)((sp->ngroups - shard_k + shard_n - 1) / shard_n);
@@ -368,7 +385,7 @@ int sweep_run(const struct sweep *s, struct sweep_result *r)
 #endif
         sweep_group(s, shard_k + (size_t)k * shard_n, &workers[t]);
         size_t d = atomic_fetch_add(&done, 1) + 1;
-        if (progress && t == 0 && (d & 63) == 0) {
+        if (o->progress && t == 0 && (d & 63) == 0) {
             double now = now_s();
             if (now - last > 0.2) {
                 uint64_t ev = 0;
@@ -380,22 +397,24 @@ int sweep_run(const struct sweep *s, struct sweep_result *r)
             }
         }
     }
-    if (progress)
+    if (o->progress)
         fputs("\r\033[K", stderr);
 
-    for (int t = 0; t < nthreads; t++) {
+    for (int t = 0; t < nthreads && !failed; t++) {
+        failed |= workers[t].failed;
         if (!failed)
-            merge_worker(r, &workers[t], ncells, &failed);
-        free(workers[t].hits);
-        free(workers[t].cells);
+            merge_counts(r, &workers[t]);
     }
+    if (!failed && merge_hits(r, workers, nthreads, limit) != 0)
+        failed = 1;
+    for (int t = 0; t < nthreads; t++)
+        free_worker(&workers[t], nrec);
     free(workers);
-    if (failed)
+    if (failed) {
+        sweep_result_free(r);
         return -1;
+    }
     r->pruned = r->space - r->evaluated;
-    qsort(r->hits, r->nhits, sizeof *r->hits, sweep_hit_cmp);
-    if (limit && r->nhits > limit)
-        r->nhits = limit;
     return 0;
 }
 
@@ -404,8 +423,68 @@ void sweep_result_free(struct sweep_result *r)
     if (!r)
         return;
     free(r->hits);
-    free(r->cells);
+    free(r->by_gpu);
+    free(r->recipes);
     memset(r, 0, sizeof *r);
+}
+
+static void eval_prepared(const struct sweep *s, struct prepared *pr, uint32_t model,
+                          uint64_t index, struct sweep_point *pt)
+{
+    memset(pt, 0, sizeof *pt);
+    pt->index = index;
+    pt->model = model;
+    pt->cfg = pr->cfg;
+    pt->peak = point_peak(s, pr, &pt->mem, &pt->rule);
+    pt->band = pr->band;
+    pt->peak_lo = band_scale(pt->peak, pr->band.lo);
+    pt->peak_hi = band_scale(pt->peak, pr->band.hi);
+    pt->fit_peak = band_scale(pt->peak, pr->fit_factor);
+    pt->fits = pt->fit_peak <= s->budget;
+    pt->score = point_score(s, pr, &pt->speed);
+}
+
+void sweep_recipe_cells(const struct sweep *s, size_t recipe, struct sweep_cell *cells)
+{
+    const struct space *sp = &s->space;
+    const uint32_t tuning = (uint32_t)(recipe / (size_t)sp->nseq);
+    const int si = (int)(recipe % (size_t)sp->nseq);
+    memset(cells, 0, (size_t)METHOD_COUNT * (size_t)sp->ngpus * sizeof *cells);
+    for (size_t oi = 0; oi < sp->nouter; oi++) {
+        const struct space_outer *so = &sp->outer[oi];
+        if (so->recipe != tuning)
+            continue;
+        struct prepared pr;
+        prepare(s, so->model, &so->cfg, &pr);
+        struct sweep_cell *c = &cells[(size_t)pr.cfg.method * (size_t)sp->ngpus +
+                                      (size_t)space_gpu_index(sp, pr.cfg.gpus)];
+        pr.cfg.seq_len = sp->seq[si];
+        uint64_t base = ((uint64_t)oi * (uint64_t)sp->nseq + (uint64_t)si) * (uint64_t)sp->nbatch;
+        for (int bi = 0; bi < sp->nbatch; bi++) {
+            struct mem_estimate e;
+            struct speed_estimate spd;
+            int rule;
+            pr.cfg.micro_batch = sp->batch[bi];
+            struct sweep_hit hit = {.index = base + (uint64_t)bi};
+            hit.peak = point_peak(s, &pr, &e, &rule);
+            hit.fits = band_scale(hit.peak, pr.fit_factor) <= s->budget;
+            if (hit.fits) {
+                hit.score = point_score(s, &pr, &spd);
+                if (!c->has_fit || sweep_hit_cmp(&hit, &c->fit) < 0)
+                    c->fit = hit, c->has_fit = true;
+            } else if (!c->has_miss || closer(&hit, &c->miss)) {
+                c->miss = hit, c->has_miss = true;
+            }
+        }
+    }
+}
+
+void sweep_eval_config(const struct sweep *s, uint32_t model, const struct train_config *c,
+                       struct sweep_point *pt)
+{
+    struct prepared pr;
+    prepare(s, model, c, &pr);
+    eval_prepared(s, &pr, model, UINT64_MAX, pt);
 }
 
 void sweep_eval_point(const struct sweep *s, uint64_t index, struct sweep_point *pt)
@@ -413,17 +492,7 @@ void sweep_eval_point(const struct sweep *s, uint64_t index, struct sweep_point 
     struct prepared pr;
     struct train_config c;
     const struct space_outer *o = space_decode(&s->space, index, &c);
-    prepare(s, o, &pr);
+    prepare(s, o->model, &o->cfg, &pr);
     pr.cfg = c;
-    memset(pt, 0, sizeof *pt);
-    pt->index = index;
-    pt->model = o->model;
-    pt->cfg = c;
-    pt->peak = point_peak(s, &pr, &pt->mem, &pt->rule);
-    pt->band = pr.band;
-    pt->peak_lo = band_scale(pt->peak, pr.band.lo);
-    pt->peak_hi = band_scale(pt->peak, pr.band.hi);
-    pt->fit_peak = band_scale(pt->peak, pr.fit_factor);
-    pt->fits = pt->fit_peak <= s->budget;
-    pt->score = point_score(s, &pr, &pt->speed);
+    eval_prepared(s, &pr, o->model, index, pt);
 }

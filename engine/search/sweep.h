@@ -5,9 +5,10 @@
  * Both are monotone in memory, so (unless pruning is off) the walk stops at the first
  * micro-batch over budget, a sequence whose smallest micro-batch fails ends the
  * configuration, and a configuration whose smallest point fails ends its rank group
- * (the same configuration at larger LoRA ranks). Each thread keeps its own top-k; the merge sorts under a total order
- * (score desc, peak asc, index asc), so the output is the same for any thread count and,
- * after `merge`, for any shard split. */
+ * (the same configuration at larger LoRA ranks). Ranking compares layouts of one recipe
+ * (DESIGN.md section 1): each thread keeps a top-k per recipe; the merge sorts under a
+ * total order (score desc, peak asc, index asc), so the output is the same for any thread
+ * count and, after `merge`, for any shard split. */
 #ifndef LLMEM_SWEEP_H
 #define LLMEM_SWEEP_H
 
@@ -18,7 +19,6 @@
 #include "band.h"
 #include "gpu.h"
 #include "memmodel.h"
-#include "options.h"
 #include "plan.h"
 #include "rules.h"
 #include "space.h"
@@ -31,17 +31,28 @@ struct sweep_hit {
     bool fits;        /* with --all, non-fitting points follow the fitting ones */
 };
 
-/* Best fit and closest miss per (model, method, GPU count): the method comparison. */
+/* The best layout that fits (under sweep_hit_cmp) and the closest miss of one recipe at one
+ * (method, GPU count): the method comparison. */
 struct sweep_cell {
-    uint64_t fit_index, miss_index;
-    uint64_t fit_peak, miss_peak;
-    int32_t fit_batch;
-    double fit_score;
+    struct sweep_hit fit, miss;
     bool has_fit, has_miss;
 };
 
+/* What the search needs from the command line (the CLI fills it; the search never sees
+ * the CLI's options). */
+struct sweep_params {
+    long top;           /* layouts kept per recipe (ranks 1..top); 0 = all */
+    bool all;           /* keep non-fitting points too (no pruning) */
+    bool no_prune;
+    bool progress;      /* a progress line on stderr */
+    bool llmem_rank;    /* rank by LLMem's Algorithm 1 score instead of tokens/s */
+    int threads;        /* 0 = all cores */
+    int shard_k, shard_n; /* 1-based K of N; 0/0 = no sharding */
+    double margin_pct;  /* < 0: the error band's upper end must fit; else peak + this % */
+};
+
 struct sweep {
-    const struct options *opt;
+    struct sweep_params par;
     struct model_plan *models;
     int *rule_binding;         /* per model, -1 without rules */
     size_t nmodels;
@@ -53,14 +64,27 @@ struct sweep {
     struct space space;
 };
 
+/* One recipe's result: its kept layouts, best first (hits[off .. off + n) of the result),
+ * how many layouts fit, and its closest miss. */
+struct sweep_recipe {
+    size_t off, n;
+    uint64_t fitting;
+    struct sweep_hit closest;
+    bool has_closest;
+};
+
 struct sweep_result {
     uint64_t space, evaluated, pruned, fitting;
-    struct sweep_hit *hits;    /* best first */
+    struct sweep_hit *hits;    /* per recipe, best first (see sweep_recipe) */
     size_t nhits;
+    struct sweep_recipe *recipes; /* space_recipes(&space) of them, by recipe id */
+    size_t nrecipes;
     struct sweep_hit closest;  /* the non-fitting point with the smallest peak */
     bool has_closest;
-    struct sweep_cell *cells;  /* nmodels x METHOD_COUNT x ngpus */
-    size_t ncells;
+    /* per (recipe, GPU count): the best layout that fits (under sweep_hit_cmp); fits is
+     * false where none does. Index recipe * space.ngpus + GPU index. */
+    struct sweep_hit *by_gpu;
+    size_t nby_gpu;
 };
 
 /* Everything about one point, for reports and explain. */
@@ -79,7 +103,7 @@ struct sweep_point {
     bool fits;
 };
 
-/* Runs the sweep over s->space (a shard when opt->shard_n > 0). Returns 0, or -1 when
+/* Runs the sweep over s->space (a shard when par.shard_n > 0). Returns 0, or -1 when
  * memory runs out. */
 int sweep_run(const struct sweep *s, struct sweep_result *r);
 void sweep_result_free(struct sweep_result *r);
@@ -87,8 +111,19 @@ void sweep_result_free(struct sweep_result *r);
 /* Evaluates one point in full. */
 void sweep_eval_point(const struct sweep *s, uint64_t index, struct sweep_point *pt);
 
-/* Index of the cell for (model, method, gpu count), or -1 when that count is not an axis. */
-long sweep_cell_index(const struct sweep *s, uint32_t model, enum method m, int32_t gpus);
+/* Evaluates a configuration outside the space (explain's suggestions): the peak that must
+ * fit and whether it does. The model's plan and the configuration's band are used as in
+ * the sweep. */
+void sweep_eval_config(const struct sweep *s, uint32_t model, const struct train_config *c,
+                       struct sweep_point *pt);
+
+/* Every point of recipe `recipe` evaluated (no pruning), folded per (method, GPU count):
+ * cells[method * space.ngpus + GPU index]; cells must hold METHOD_COUNT x ngpus. For one
+ * recipe at a time (the reports' method comparison), not for the whole space. */
+void sweep_recipe_cells(const struct sweep *s, size_t recipe, struct sweep_cell *cells);
+
+/* The closer of two misses: the smaller peak, then the lower index. */
+bool sweep_hit_closer(const struct sweep_hit *a, const struct sweep_hit *b);
 
 /* Orders hits best first under the total order; usable with qsort. */
 int sweep_hit_cmp(const void *a, const void *b);

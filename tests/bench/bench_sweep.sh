@@ -10,8 +10,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 now() { date +%s.%N; }
-# the space: every catalog model, every method, 1..64 micro-batches, 8 sequence lengths
-space=(--budget 80GiB --batch 1..64 --seq 256,512,1024,2048,3072,4096,6144,8192 --top 50 --quiet)
+# the space: every catalog model, every method, 1..64 micro-batches, 8 sequence lengths,
+# every precision and optimizer (the full recipe cross product, as before the default
+# recipes were narrowed, so numbers compare across versions). --top 1 keeps the best layout
+# of each of its 16,992 recipes (rank is per recipe), so the report stays small.
+axes=(--batch 1..64 --seq 256,512,1024,2048,3072,4096,6144,8192
+      --precision fp32,fp16,bf16,bf16-pure --optimizer adamw,adamw8bit,sgd)
+space=(--budget 80GiB "${axes[@]}" --top 1 --quiet)
 
 run() { # threads -> seconds (best of 3)
   local best=999
@@ -25,8 +30,7 @@ run() { # threads -> seconds (best of 3)
   echo "$best"
 }
 
-points=$("$bin" --budget 80GiB --batch 1..64 --seq 256,512,1024,2048,3072,4096,6144,8192 --top 1 \
-         --no-prune --threads 1 --out "$tmp/count.csv" 2>&1 | sed -n 's/^llmem-sweep: \([0-9]*\) points.*/\1/p')
+points=$("$bin" --budget 80GiB "${axes[@]}" --top 1 --no-prune --threads 1 --out "$tmp/count.csv" 2>&1 | sed -n 's/^llmem-sweep: \([0-9]*\) points.*/\1/p')
 t1=$(run 1)
 t2=$(run 2)
 cmp -s "$tmp/t1.csv" "$tmp/t2.csv" || { echo "FAIL: 1 and 2 threads differ"; exit 1; }

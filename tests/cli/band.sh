@@ -44,9 +44,11 @@ one=("${cfg[@]}" --methods single --gpus 1 --budget "${budget}MiB")
 expect_exit 1 "$BIN" "${one[@]}" --out "$TMP/auto.csv"
 expect_err "it fits on the point prediction alone ($(gib "$peak") GiB), not with the margin ($(gib "$hi") GiB, the error band's upper end); --margin 0 accepts it"
 expect_exit 0 "$BIN" "${one[@]}" --margin 0 --out "$TMP/zero.csv"
-got=$(python3 -c 'import csv, sys; print(list(csv.DictReader(open(sys.argv[1])))[-1]["peak_hi_gib"])' "$TMP/zero.csv")
-[ "$got" = "$(python3 -c "print('%.3f' % ($hi / 2**30))")" ] \
-  || fail "peak_hi_gib in the CSV is not the band's upper end: $(tail -1 "$TMP/zero.csv")"
+python3 - "$TMP/zero.csv" "$hi" <<'PY' || fail "peak_hi_gib is not the band's upper end: $(tail -1 "$TMP/zero.csv")"
+import csv, sys
+row = list(csv.DictReader(open(sys.argv[1])))[-1]
+assert row["peak_hi_gib"] == "%.3f" % (int(sys.argv[2]) / 2**30), row["peak_hi_gib"]
+PY
 # a fixed margin: peak + PCT % must fit
 pct=$(python3 -c "print(int(200 * ($budget * 2**20 - $peak) / $peak) / 2 + 1)")
 expect_exit 1 "$BIN" "${one[@]}" --margin "$pct"

@@ -4,7 +4,8 @@ source "$(dirname "$0")/../cli_lib.sh"
 args=(--budget 24GiB --gpu A10G-24GB --model Qwen/Qwen2.5-0.5B --methods single,cdp --gpus 1,2
       --batch 1,2,4 --seq 512 --precision bf16 --finetune full,lora --grad-ckpt on
       --optimizer adamw --threads 2 --quiet --top 10)
-"$BIN" "${args[@]}" --out "$TMP/small.csv" --out "$TMP/small.json"
+# relative output names: the JSON's meta.command holds the command line as given
+(cd "$TMP" && "$BIN" "${args[@]}" --out small.csv --out small.json)
 "$BIN" "${args[@]}" > "$TMP/small.txt"
 golden "$TMP/small.csv" small.csv
 golden "$TMP/small.json" small.json

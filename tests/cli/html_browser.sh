@@ -55,6 +55,28 @@ assert len(peaks) == 12 and peaks == sorted(peaks, reverse=True), peaks
 PY
 fi
 
+# the per-recipe headline: one row per recipe (full and LoRA at seq 512), with its fewest
+# GPUs; the method comparison names its recipe
+[ "$(sed -n '/id="recipe-table"/,/<\/table>/p' "$TMP/dom.html" | grep -c '<tr><td>Qwen/Qwen2.5-0.5B</td>')" = 2 ] \
+  || fail "the recipe table does not hold one row per recipe"
+grep -q '<h4>Methods compared for one recipe: full, bf16, adamw, seq 512</h4>' "$TMP/dom.html" \
+  || fail "the method comparison does not say which recipe it covers"
+grep -q 'class="kpi"' "$TMP/dom.html" || fail "no stat cards"
+# the stat cards do not clip their numbers, even on a narrow window (the page's script
+# marks a clipped card data-clipped; a stale script hash would leave the sort unmarked)
+for width in 360 1400; do
+  browse "$TMP/narrow.err" --window-size=$width,1200 --dump-dom "file://$TMP/report.html" \
+    >"$TMP/narrow.html" || fail "chromium failed at width $width"
+  grep -qF 'js-sortable' "$TMP/narrow.html" || fail "the page script did not run at width $width"
+  grep -q '<b data-clipped' "$TMP/narrow.html" && fail "a stat card clips its number at width $width"
+done
+# a large space: the counts are 8+ digits
+"$BIN" --model Qwen/Qwen2.5-0.5B --model meta-llama/Llama-3.1-8B --gpu A10G-24GB --batch 1..64 \
+  --recipes all --quiet --out "$TMP/big.html" || true
+browse "$TMP/big.err" --window-size=360,1200 --dump-dom "file://$TMP/big.html" >"$TMP/big.dom" \
+  || fail "chromium failed on the large report"
+grep -q '<b data-clipped' "$TMP/big.dom" && fail "a stat card clips its number in the large report"
+
 # the screenshot, for people to look at
 shot="$ART/html_report.png"
 rm -f "$shot"
