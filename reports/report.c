@@ -2,11 +2,10 @@
 #include "report.h"
 
 #include <errno.h>
-#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "outfile.h"
 #include "speed.h"
 #include "units.h"
 
@@ -84,40 +83,15 @@ static int write_to(const struct report *r, enum out_format f, FILE *out)
     }
 }
 
-int report_write(const struct report *r, enum out_format f, const char *path)
+int report_write(const struct report *r, enum out_format f, const char *path, struct input_error *e)
 {
-    if (!path || !strcmp(path, "-")) {
-        if (write_to(r, f, stdout) != 0 || fflush(stdout) != 0) {
-            fprintf(stderr, "llmem-sweep: writing to stdout failed\n");
-            return EXIT_IO;
-        }
-        return EXIT_OK;
+    struct outfile o;
+    if (outfile_open(&o, path, e) != 0)
+        return -1;
+    if (write_to(r, f, o.f) != 0) {
+        int err = errno;
+        outfile_abort(&o);
+        return input_error_set(e, EXIT_IO, o.path, 0, NULL, "write failed: %s", strerror(err));
     }
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
-        fprintf(stderr, "llmem-sweep: %s: path too long\n", path);
-        return EXIT_IO;
-    }
-    int fd = mkstemp(tmp);
-    FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!out) {
-        fprintf(stderr, "llmem-sweep: %s: cannot create: %s\n", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return EXIT_IO;
-    }
-    int rc = write_to(r, f, out);
-    /* mkstemp makes the file 0600; reports are ordinary files */
-    if (fchmod(fileno(out), 0644) != 0)
-        rc = -1;
-    if (fclose(out) != 0)
-        rc = -1;
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -1;
-    if (rc != 0) {
-        fprintf(stderr, "llmem-sweep: %s: write failed: %s\n", path, strerror(errno));
-        unlink(tmp);
-        return EXIT_IO;
-    }
-    return EXIT_OK;
+    return outfile_commit(&o, e);
 }

@@ -28,10 +28,9 @@ enum out_format { FORMAT_AUTO, FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON, FORMAT_HTM
 /* The format a path asks for: .csv, .json, .html/.htm; FORMAT_AUTO when unknown. */
 enum out_format report_format_for(const char *path);
 
-/* Writes r to path (NULL or "-" = stdout) in format f. Files are written to a temporary
- * file in the same folder and renamed into place, so a crash leaves no half report.
- * Returns 0 or EXIT_IO after printing the reason. */
-int report_write(const struct report *r, enum out_format f, const char *path);
+/* Writes r to path (NULL or "-" = stdout) in format f, whole or not at all (outfile.h).
+ * Returns 0, or -1 with e filled (EXIT_IO). */
+int report_write(const struct report *r, enum out_format f, const char *path, struct input_error *e);
 
 /* The writers, each to an open stream; they return 0 or -1 on a write error. */
 int report_write_csv(const struct report *r, FILE *f);

@@ -59,16 +59,6 @@ static int usage_error(const char *cmd, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-/* A write error (full disk, closed pipe) must not pass for success in unattended jobs. */
-static int finish_stdout(void)
-{
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "llmem-sweep: cannot write to standard output\n");
-        return EXIT_IO;
-    }
-    return EXIT_OK;
-}
-
 /* ---- devices ---------------------------------------------------------------------------- */
 
 static void devices_usage(void)
@@ -174,7 +164,7 @@ int cmd_devices(int argc, char **argv)
         return rc;
     if (help) {
         devices_usage();
-        return finish_stdout();
+        return EXIT_OK; /* main() checks stdout */
     }
 
     struct device_info devs[DEVICES_SHOWN_MAX];
@@ -191,7 +181,7 @@ int cmd_devices(int argc, char **argv)
         rc = print_devices_json(devs, n, note);
     else
         print_devices_text(devs, n, note);
-    return rc != EXIT_OK ? rc : finish_stdout();
+    return rc; /* main() checks stdout */
 }
 
 /* ---- probe ------------------------------------------------------------------------------ */
@@ -260,7 +250,7 @@ int cmd_probe(int argc, char **argv)
         return rc;
     if (help) {
         probe_usage();
-        return finish_stdout();
+        return EXIT_OK; /* main() checks stdout */
     }
 
     /* Count first: "no GPU" (exit 4) and "no such index" (exit 2) must be told apart. */
@@ -291,5 +281,5 @@ int cmd_probe(int argc, char **argv)
             "llmem-sweep: probe: device %d: %" PRIu64 " bytes in use right after creating a "
             "CUDA context (includes other processes on this GPU)\n",
             device, bytes);
-    return finish_stdout();
+    return EXIT_OK; /* main() checks stdout */
 }

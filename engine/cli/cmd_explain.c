@@ -317,12 +317,13 @@ int cmd_explain(int argc, char **argv)
         llmem_eval(p, &c, false, &t);
         pt.mem.llmem = t;
     }
-    if (o.format == FORMAT_JSON)
-        rc = print_json(&j, &pt, p) ? EXIT_IO : 0;
-    else
+    if (o.format == FORMAT_JSON) {
+        if (print_json(&j, &pt, p) != 0 && !ferror(stdout)) { /* a write error: main() says so */
+            fputs("llmem-sweep: out of memory\n", stderr);
+            rc = EXIT_IO;
+        }
+    } else
         print_text(&j, &pt, p);
     job_free(&j);
-    if (!rc && fflush(stdout) != 0)
-        rc = EXIT_IO;
-    return rc;
+    return rc; /* main() checks stdout */
 }

@@ -4,19 +4,18 @@
  * select the measured rows it is fitted on, through the same matcher the sweep uses. So a
  * set is never fitted on a row it would not apply to. */
 #include <csv.h>
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "catalog.h"
 #include "commands.h"
 #include "csv_table.h"
 #include "fit.h"
+#include "outfile.h"
 #include "rules.h"
 
 #define MAX_ARGS 64
@@ -474,44 +473,35 @@ static int read_existing(const char *path, struct csv_table *t, bool *have)
     return 0;
 }
 
-/* Writes to a temporary file beside the target, checks that it loads as rules, then
- * renames it into place, so the target is never half-written. */
+/* Writes to a temporary file beside the target (outfile.h), checks that it loads as
+ * rules, then renames it into place, so the target is never half-written. */
 static int write_rules(const struct fit_args *a, const struct fit_data *d,
                        const struct selection *sel, const struct cand_fit *cf, size_t ncf,
                        const struct csv_table *old)
 {
-    char tmp[1100];
-    int w = snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", a->out);
-    if (w < 0 || (size_t)w >= sizeof tmp)
-        return usage_error("output path too long: %s", a->out);
-    int fd = mkstemp(tmp);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        fprintf(stderr, "llmem-sweep: %s: cannot create: %s\n", tmp, strerror(errno));
-        if (fd >= 0)
-            close(fd), unlink(tmp);
-        return EXIT_IO;
-    }
-    fchmod(fd, 0644);
-    fputs("set,candidate,key,value,note\n", f);
-    put_kept(f, old, a->set);
-    put_set(f, a, d, sel, cf, ncf);
-    int bad = fflush(f) != 0 || ferror(f) || fsync(fd) != 0;
-    bad |= fclose(f) != 0;
-    struct rule_book *rb = NULL;
+    struct outfile out;
     struct input_error e;
+    if (outfile_open(&out, a->out, &e) != 0) {
+        input_error_print(&e);
+        return e.code;
+    }
+    fputs("set,candidate,key,value,note\n", out.f);
+    put_kept(out.f, old, a->set);
+    put_set(out.f, a, d, sel, cf, ncf);
+    int bad = fflush(out.f) != 0 || ferror(out.f);
+    struct rule_book *rb = NULL;
     if (bad) {
-        fprintf(stderr, "llmem-sweep: %s: write error: %s\n", tmp, strerror(errno));
-    } else if (rules_load(tmp, &rb, &e) != 0) {
-        input_error_print(&e); /* cannot happen: the writer and the reader disagree */
+        outfile_abort(&out);
+        input_error_set(&e, EXIT_IO, a->out, 0, NULL, "write failed");
+    } else if (out.tmp[0] && rules_load(out.tmp, &rb, &e) != 0) {
+        outfile_abort(&out); /* cannot happen: the writer and the reader disagree */
         bad = 1;
-    } else if (rename(tmp, a->out) != 0) {
-        fprintf(stderr, "llmem-sweep: %s: cannot write: %s\n", a->out, strerror(errno));
-        bad = 1;
+    } else {
+        bad = outfile_commit(&out, &e) != 0;
     }
     rules_free(rb);
     if (bad)
-        unlink(tmp);
+        input_error_print(&e);
     return bad ? EXIT_IO : 0;
 }
 

@@ -40,15 +40,14 @@ static int check_outputs(const struct options *o)
 static int write_outputs(const struct report *r, const struct options *o)
 {
     enum out_format f;
-    if (o->nouts == 0) {
-        output_format(o, NULL, &f);
-        return report_write(r, f, NULL);
-    }
-    for (int i = 0; i < o->nouts; i++) {
-        output_format(o, o->outs[i], &f);
-        int rc = report_write(r, f, o->outs[i]);
-        if (rc)
-            return rc;
+    struct input_error e;
+    for (int i = 0; i < (o->nouts ? o->nouts : 1); i++) {
+        const char *path = o->nouts ? o->outs[i] : NULL;
+        output_format(o, path, &f);
+        if (report_write(r, f, path, &e) != 0) {
+            input_error_print(&e);
+            return e.code;
+        }
     }
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "outfile.h"
 #include "report.h"
 #include "validate.h"
 #include "validate_band.h"
@@ -274,13 +275,13 @@ static void print_speed(const struct validate_row *rows, size_t n, bool summary_
 
 static int write_csv(const char *path, const struct validate_row *rows, size_t n)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "llmem-sweep: %s: cannot create\n", tmp);
-        return EXIT_IO;
+    struct outfile out;
+    struct input_error e;
+    if (outfile_open(&out, path, &e) != 0) {
+        input_error_print(&e);
+        return e.code;
     }
+    FILE *f = out.f;
     /* DESIGN.md's columns, then the throughput (an extension: README) */
     fputs("file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status,"
           "measured_tokens_s_gpu,predicted_tokens_s_gpu,predicted_lo_gib,predicted_hi_gib\n", f);
@@ -307,10 +308,9 @@ static int write_csv(const char *path, const struct validate_row *rows, size_t n
         else
             fputs(",,\n", f);
     }
-    if (ferror(f) | (fclose(f) != 0) || rename(tmp, path) != 0) {
-        fprintf(stderr, "llmem-sweep: %s: write failed\n", path);
-        remove(tmp);
-        return EXIT_IO;
+    if (outfile_commit(&out, &e) != 0) {
+        input_error_print(&e);
+        return e.code;
     }
     return 0;
 }

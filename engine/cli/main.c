@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "devices.h"
+#include "outfile.h"
 
 static const struct {
     const char *name;
@@ -15,9 +16,8 @@ static const struct {
     {"probe", cmd_probe},     {"merge", cmd_merge},       {"diff", cmd_diff},
 };
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
-    setlocale(LC_ALL, "C"); /* numbers in reports are always printed in the C locale */
     if (argc > 1 && !strcmp(argv[1], "--version")) {
         printf("llmem-sweep %s\n", LLMEM_VERSION);
         return 0;
@@ -31,4 +31,18 @@ int main(int argc, char **argv)
         return 2;
     }
     return cmd_sweep(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+    setlocale(LC_ALL, "C"); /* numbers in reports are always printed in the C locale */
+    int rc = run(argc, argv);
+    /* Every command's stdout is checked here, once: a full disk or a closed pipe is exit 4
+     * with a message, never a silent 0 (a command that already failed said why). */
+    struct input_error e;
+    if ((rc == EXIT_OK || rc == EXIT_NOTHING_FITS) && outfile_stdout_done(&e) != 0) {
+        input_error_print(&e);
+        rc = e.code;
+    }
+    return rc;
 }

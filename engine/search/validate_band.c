@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "outfile.h"
+
 static bool is_ok(const struct validate_row *r) { return !strcmp(r->status, "ok"); }
 static bool is_predicted(const struct validate_row *r)
 {
@@ -108,15 +110,20 @@ int validate_band_write(const struct validate_row *rows, size_t n, const char *p
         fputs("llmem-sweep: out of memory\n", stderr);
         return EXIT_IO;
     }
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    int rc = f ? band_table_write(&t, f) : -1;
-    if (!f || (fclose(f) != 0) | rc || rename(tmp, path) != 0) {
-        fprintf(stderr, "llmem-sweep: %s: write failed\n", path);
-        remove(tmp);
+    struct outfile out;
+    struct input_error e;
+    int rc = 0;
+    if (outfile_open(&out, path, &e) != 0) {
+        rc = EXIT_IO;
+    } else if (band_table_write(&t, out.f) != 0) {
+        outfile_abort(&out);
+        input_error_set(&e, EXIT_IO, path, 0, NULL, "write failed");
+        rc = EXIT_IO;
+    } else if (outfile_commit(&out, &e) != 0) {
         rc = EXIT_IO;
     }
+    if (rc)
+        input_error_print(&e);
     band_table_free(&t);
     free(s);
     return rc;

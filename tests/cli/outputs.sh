@@ -1,0 +1,65 @@
+# Outputs (README "Contract extensions"): written whole or not at all by every writer, never
+# through a planted temporary link, through symbolic links, FIFOs and character devices,
+# and every write to stdout checked.
+source "$(dirname "$0")/../cli_lib.sh"
+
+M=(--model meta-llama/Llama-3.1-8B --gpus 1 --batch 1,2 --seq 512 --quiet)
+MEASURED="$PROJECT/datasets/measured/public.csv"
+
+# a planted <out>.tmp symbolic link is never followed, by any writer
+echo secret > "$TMP/victim"
+for out in v.csv band.csv r.csv s.csv; do ln -s "$TMP/victim" "$TMP/$out.tmp"; done
+expect_exit 0 "$BIN" validate --measured "$MEASURED" --out "$TMP/v.csv"
+expect_exit 0 "$BIN" validate --measured "$MEASURED" --write-band "$TMP/band.csv"
+expect_exit 0 "$BIN" "${M[@]}" --out "$TMP/s.csv"
+[ "$(cat "$TMP/victim")" = secret ] || fail "a writer followed a planted <out>.tmp link"
+head -1 "$TMP/v.csv" | grep -q '^file,line,' || fail "validate --out wrote no CSV"
+ls "$TMP" | grep -q '\.tmp\.' && fail "a temporary file was left behind: $(ls "$TMP")"
+
+# a symbolic link is written through: the file it points to changes, the link stays
+echo old > "$TMP/real.csv"
+ln -s real.csv "$TMP/link.csv"
+expect_exit 0 "$BIN" "${M[@]}" --out "$TMP/link.csv"
+[ -L "$TMP/link.csv" ] || fail "the output link was replaced by a file"
+head -1 "$TMP/real.csv" | grep -q '^rank,' || fail "the link's target was not written"
+ln -s nowhere "$TMP/dangling.csv"
+expect_exit 4 "$BIN" "${M[@]}" --out "$TMP/dangling.csv"
+expect_err "dangling.csv: symbolic link to nothing"
+[ ! -e "$TMP/nowhere" ] || fail "a dangling link was followed"
+
+# a FIFO is written through and stays a FIFO; /dev/null works; /dev/full is exit 4
+mkfifo "$TMP/fifo"
+cat "$TMP/fifo" > "$TMP/from-fifo" &
+expect_exit 0 "$BIN" "${M[@]}" --format csv --out "$TMP/fifo"
+wait
+[ -p "$TMP/fifo" ] || fail "the FIFO was replaced"
+head -1 "$TMP/from-fifo" | grep -q '^rank,' || fail "nothing came through the FIFO"
+expect_exit 0 "$BIN" "${M[@]}" --format csv --out /dev/null
+[ -c /dev/null ] || fail "/dev/null is no longer a device"
+if [ -w /dev/full ]; then
+  expect_exit 4 "$BIN" "${M[@]}" --format csv --out /dev/full
+  expect_err "/dev/full: write failed"
+fi
+# a directory is refused
+mkdir "$TMP/dir.csv"
+expect_exit 4 "$BIN" "${M[@]}" --out "$TMP/dir.csv"
+expect_err "not a regular file"
+
+# a replaced regular file keeps its permissions
+printf 'x\n' > "$TMP/perm.csv"; chmod 640 "$TMP/perm.csv"
+expect_exit 0 "$BIN" "${M[@]}" --out "$TMP/perm.csv"
+[ "$(stat -c %a "$TMP/perm.csv")" = 640 ] || fail "mode changed: $(stat -c %a "$TMP/perm.csv")"
+
+# every command's stdout is checked: exit 4 with a message on a full disk
+if [ -w /dev/full ]; then
+  for cmd in "gpus" "models" "explain --model meta-llama/Llama-3.1-8B" \
+             "explain --model meta-llama/Llama-3.1-8B --format json" \
+             "validate --measured $MEASURED" "--help" "${M[*]}"; do
+    got=0
+    # shellcheck disable=SC2086
+    "$BIN" $cmd > /dev/full 2> "$TMP/err" || got=$?
+    [ "$got" = 4 ] || fail "'$cmd > /dev/full' exit $got (want 4)"
+    expect_err "stdout: write failed"
+  done
+fi
+finish
