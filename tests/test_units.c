@@ -114,6 +114,24 @@ static void test_units_gib(void **state)
     assert_true(units_gib(GIB) == 1.0);
 }
 
+/* Byte arithmetic saturates at BYTES_SAT, stays there, and a sum of two is below 2^63. */
+static void test_bytes_saturate(void **state)
+{
+    (void)state;
+    assert_int_equal(bytes_add(3, 4), 7);
+    assert_int_equal(bytes_mul(6, 7), 42);
+    assert_int_equal(bytes_scale(8, 0.5), 4);
+    assert_true(bytes_mul(UINT64_C(1) << 40, UINT64_C(1) << 40) == BYTES_SAT); /* 2^80 */
+    assert_true(bytes_mul(UINT64_MAX, 2) == BYTES_SAT);                         /* wraps unchecked */
+    assert_true(bytes_add(BYTES_SAT - 1, 1) == BYTES_SAT);
+    assert_true(bytes_add(BYTES_SAT, 0) == BYTES_SAT);
+    assert_true(bytes_add(BYTES_SAT / 2 + 1, BYTES_SAT / 2 + 1) == BYTES_SAT);
+    assert_true(bytes_scale(UINT64_C(1) << 61, 4.0) == BYTES_SAT);
+    assert_true(bytes_scale(1, 0.0 / 0.0) == BYTES_SAT);
+    assert_true(bytes_scale(1, -2.0) == 0);
+    assert_true((int64_t)(BYTES_SAT + BYTES_SAT - 1) > 0); /* prints positive as a signed count */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -124,6 +142,7 @@ int main(void)
         cmocka_unit_test(test_rejects_junk),
         cmocka_unit_test(test_rejects_hex),
         cmocka_unit_test(test_units_gib),
+        cmocka_unit_test(test_bytes_saturate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

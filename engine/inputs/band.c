@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "csv_table.h"
+#include "units.h"
 
 struct band_key band_key_of(const struct train_config *c)
 {

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "error.h"
+#include "units.h"
 #include "train.h"
 
 #define BAND_MIN_ROWS 19   /* the smallest n with k = floor(0.05 (n + 1)) >= 1 */
@@ -90,8 +91,8 @@ static inline uint64_t band_scale(uint64_t peak, double factor)
 {
     /* inline and without ceil(): the sweep calls it for every point */
     double v = (double)peak * factor;
-    if (!(v < 18446744073709549568.0))
-        return UINT64_MAX;
+    if (!(v < (double)BYTES_SAT)) /* saturating (units.h) */
+        return BYTES_SAT;
     uint64_t u = (uint64_t)v;
     return (double)u < v ? u + 1 : u; /* ceil for v >= 0 */
 }

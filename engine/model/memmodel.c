@@ -9,6 +9,7 @@
 
 #include "allocsim.h"
 #include "losspath.h"
+#include "units.h"
 
 static const char *const term_names[TERM_COUNT] = {
     "base", "params", "grads", "optimizer", "activations", "logits", "comm_buffers",
@@ -32,19 +33,9 @@ static uint64_t alloc_round(uint64_t bytes)
     return (bytes + 2 * MIB - 1) / (2 * MIB) * (2 * MIB);
 }
 
-static uint64_t sat_mul(uint64_t a, uint64_t b)
-{
-    uint64_t r;
-    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX / 4 : r;
-}
-
-/* n x per, for a per-element byte count that need not be whole (0.5 for a chunk of eight),
- * saturating like sat_mul. */
-static uint64_t sat_scale(uint64_t n, double per)
-{
-    double r = (double)n * per;
-    return r >= (double)(UINT64_MAX / 4) ? UINT64_MAX / 4 : (uint64_t)r;
-}
+/* The per-point terms below use the saturating bytes_add/bytes_mul/bytes_scale (units.h):
+ * a micro-batch x sequence x vocabulary product can pass 2^64, and a saturated term keeps
+ * every sum and every phase at BYTES_SAT instead of wrapping. */
 
 /* --- batch-independent terms ------------------------------------------------------- */
 
@@ -713,26 +704,27 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         eval_llmem(p, c, opt, mp, e);
         return;
     }
-    const uint64_t s = (uint64_t)c->seq_len, t = (uint64_t)c->micro_batch * s;
-    const uint64_t layer = sat_mul(t, mp->layer_tok + sat_mul(mp->layer_tok_s, s));
-    const uint64_t per_block = mp->ckpt ? sat_mul(t, mp->ckpt_tok) : layer;
+    const uint64_t s = (uint64_t)c->seq_len, t = bytes_mul((uint64_t)c->micro_batch, s);
+    const uint64_t layer = bytes_mul(t, bytes_add(mp->layer_tok, bytes_mul(mp->layer_tok_s, s)));
+    const uint64_t per_block = mp->ckpt ? bytes_mul(t, mp->ckpt_tok) : layer;
     /* blocks whose activations are held: [0] forward (pp: the first stage's micro-batches
      * in flight), [1] at the loss (pp: the last stage's one) */
-    const uint64_t saved = sat_mul(per_block, (uint64_t)mp->act_layers[0]);
-    const uint64_t saved_last = sat_mul(per_block, (uint64_t)mp->act_layers[1]);
-    const uint64_t recompute = (mp->ckpt ? layer : 0) + t * mp->bwd_tok;
-    const uint64_t tail = t * mp->tail_tok;
+    const uint64_t saved = bytes_mul(per_block, (uint64_t)mp->act_layers[0]);
+    const uint64_t saved_last = bytes_mul(per_block, (uint64_t)mp->act_layers[1]);
+    const uint64_t recompute = bytes_add(mp->ckpt ? layer : 0, bytes_mul(t, mp->bwd_tok));
+    const uint64_t tail = bytes_mul(t, mp->tail_tok);
     /* chunked or not, every token's logits are alive at the loss (chunks stay for backward) */
-    const uint64_t entries = sat_mul(t, (uint64_t)mp->vocab);
-    const uint64_t comm = t * mp->comm_tok;
+    const uint64_t entries = bytes_mul(t, (uint64_t)mp->vocab);
+    const uint64_t comm = bytes_mul(t, mp->comm_tok);
 
     uint64_t act[PHASE_COUNT] = {0}, lg[PHASE_COUNT] = {0}, cm[PHASE_COUNT] = {0};
-    act[PHASE_FORWARD] = saved + (mp->tail_fwd ? tail : 0);
-    act[PHASE_LOSS] = saved_last + tail;
-    lg[PHASE_LOSS] = sat_scale(entries, mp->logits_tok);
-    act[PHASE_BWD_LAST] = saved_last + recompute;
-    act[PHASE_BWD_FIRST] = per_block + sat_mul(per_block, (uint64_t)mp->act_extra_bwd) + recompute;
-    lg[PHASE_EVAL] = sat_mul(entries, mp->eval_logits_tok);
+    act[PHASE_FORWARD] = bytes_add(saved, mp->tail_fwd ? tail : 0);
+    act[PHASE_LOSS] = bytes_add(saved_last, tail);
+    lg[PHASE_LOSS] = bytes_scale(entries, mp->logits_tok);
+    act[PHASE_BWD_LAST] = bytes_add(saved_last, recompute);
+    act[PHASE_BWD_FIRST] = bytes_add(bytes_add(per_block, bytes_mul(per_block, (uint64_t)mp->act_extra_bwd)),
+                                     recompute);
+    lg[PHASE_EVAL] = bytes_mul(entries, mp->eval_logits_tok);
     for (int ph = PHASE_FORWARD; ph <= PHASE_BWD_FIRST; ph++)
         cm[ph] = comm;
     /* the loss path's segments as the allocator replay found them; others rounded per term */
@@ -740,32 +732,32 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     for (int ph = 0; ph < PHASE_COUNT; ph++)
         lg_res[ph] = lg_need[ph] = alloc_round(lg[ph]);
     const unsigned bk = losspath_batch_bucket(c->micro_batch);
-    lg_res[PHASE_LOSS] = sat_scale(entries, mp->logits_res_tok[bk]);
-    lg_need[PHASE_LOSS] = sat_scale(entries, mp->logits_need_tok[bk]);
+    lg_res[PHASE_LOSS] = bytes_scale(entries, mp->logits_res_tok[bk]);
+    lg_need[PHASE_LOSS] = bytes_scale(entries, mp->logits_need_tok[bk]);
 
-    const uint64_t base = opt->base_bytes + mp->nccl;
+    const uint64_t base = bytes_add(opt->base_bytes, mp->nccl);
     uint64_t held = 0;
     for (int ph = 0; ph < PHASE_COUNT; ph++) {
         if (!mp->phase_on[ph])
             continue;
         uint64_t *row = e->phase[ph];
         memcpy(row, mp->fixed[ph], sizeof mp->fixed[ph]);
-        row[TERM_BASE] = base + opt->ws_alloc;
-        row[TERM_ACTIVATIONS] += act[ph];
+        row[TERM_BASE] = bytes_add(base, opt->ws_alloc);
+        row[TERM_ACTIVATIONS] = bytes_add(row[TERM_ACTIVATIONS], act[ph]);
         row[TERM_LOGITS] = lg[ph];
-        row[TERM_COMM] += cm[ph];
+        row[TERM_COMM] = bytes_add(row[TERM_COMM], cm[ph]);
         uint64_t alloc = opt->ws_alloc;
         for (int k = TERM_PARAMS; k < TERM_COUNT; k++)
-            alloc += row[k];
-        const uint64_t others = mp->fixed_r[ph] + alloc_round(act[ph]) + alloc_round(cm[ph]) +
-                                opt->ws_res;
-        e->phase_reserved[ph] = others + lg_res[ph];
+            alloc = bytes_add(alloc, row[k]);
+        const uint64_t others = bytes_add(bytes_add(mp->fixed_r[ph], alloc_round(act[ph])),
+                                          bytes_add(alloc_round(cm[ph]), opt->ws_res));
+        e->phase_reserved[ph] = bytes_add(others, lg_res[ph]);
         if (alloc > e->allocated)
             e->allocated = alloc;
         if (e->phase_reserved[ph] > e->reserved)
             e->reserved = e->phase_reserved[ph];
-        if (others + lg_need[ph] > held) {
-            held = others + lg_need[ph];
+        if (bytes_add(others, lg_need[ph]) > held) {
+            held = bytes_add(others, lg_need[ph]);
             e->peak_phase = (enum mem_phase)ph;
         }
     }
@@ -780,8 +772,8 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
             if (e->phase_reserved[ph] > e->reserved)
                 e->phase_reserved[ph] = e->reserved;
     }
-    e->device = held + base + mp->paged;
-    e->shown = e->reserved + base + mp->paged;
+    e->device = bytes_add(bytes_add(held, base), mp->paged);
+    e->shown = bytes_add(bytes_add(e->reserved, base), mp->paged);
     e->host = mp->host;
 }
 
@@ -808,13 +800,13 @@ uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c
     const uint64_t step = r.w + r.g + r.o;
     uint64_t fwd = r.w + r.o;
     if (exact_seq) {
-        const uint64_t t = (uint64_t)c->micro_batch * (uint64_t)c->seq_len;
+        const uint64_t t = bytes_mul((uint64_t)c->micro_batch, (uint64_t)c->seq_len);
         const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
         uint64_t tok = ea * (uint64_t)p->spec.hidden;
         if (!c->grad_ckpt && !c->ckpt_selective)
             tok += (p->spec.mlp == MLP_GATED ? 2u : 1u) * ea * (uint64_t)p->inter_active /
                    (uint64_t)c->tp;
-        fwd += sat_mul(t, tok * blocks);
+        fwd = bytes_add(fwd, bytes_mul(t, bytes_mul(tok, blocks)));
     }
     *at = fwd > step ? PHASE_FORWARD : PHASE_OPTIMIZER;
     return fwd > step ? fwd : step;

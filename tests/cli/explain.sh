@@ -68,4 +68,12 @@ sys.exit(0 if ok else 1)
 PY
 "$BIN" explain "${m8[@]}" --method pp --pp 4 --format text | grep -q "x pp 4, 16 micro-batches a step" \
   || fail "explain text lacks the pipeline layout"
+# byte counts past 2^63 saturate at 2^62 (units.h BYTES_SAT): nothing wraps or prints negative
+expect_exit 0 "$BIN" explain --model meta-llama/Llama-3.1-405B --micro-batch 65536 --seq 1048576 \
+  --grad-ckpt off --precision fp32 --format json
+grep -q '"peak_bytes": 4611686018427387904,' "$TMP/out" || fail "405B at 2^36 tokens: $(head -3 "$TMP/out")"
+grep -q -- ': -[0-9]' "$TMP/out" && fail "a negative number in explain's JSON: $(grep -- ': -' "$TMP/out" | head -3)"
+expect_exit 0 "$BIN" explain --model meta-llama/Llama-3.1-405B --micro-batch 65536 --seq 1048576 \
+  --method tp --gpus 8 --paper --format json
+grep -q -- ': -[0-9]' "$TMP/out" && fail "a negative number in --paper JSON: $(grep -- ': -' "$TMP/out" | head -3)"
 finish
