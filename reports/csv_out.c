@@ -30,7 +30,9 @@ const char *const report_csv_columns[] = {
      * versions: answer.h) and tokens/s per GPU */
     "recipe_id", "config_id", "tokens_per_s_gpu",
     /* appended: the fewest GPUs any layout of the recipe fits on, over the whole space */
-    "recipe_min_gpus", NULL,
+    "recipe_min_gpus",
+    /* appended: the run's GPU and stack, so `merge` refuses shards of different sweeps */
+    "gpu", "stack", NULL,
 };
 
 static int field(FILE *f, const char *s, bool last)
@@ -40,7 +42,7 @@ static int field(FILE *f, const char *s, bool last)
     return fputc(last ? '\n' : ',', f) == EOF ? -1 : 0;
 }
 
-static int write_row(FILE *f, const struct report_row *r)
+static int write_row(FILE *f, const struct report_meta *m, const struct report_row *r)
 {
     char targets[96];
     const struct train_config *c = &r->cfg;
@@ -65,8 +67,10 @@ static int write_row(FILE *f, const struct report_row *r)
                   r->speed_tie ? 1 : 0, train_ep(c)) < 0;
     rc |= fprintf(f, "%d,%d,%s,%.3f,", train_pp(c), train_microbatches(c), offload_name(c->offload),
                   r->host_gib) < 0;
-    rc |= fprintf(f, "%s,%s,%.1f,%d\n", r->recipe_id, r->config_id, r->tokens_per_s_gpu,
+    rc |= fprintf(f, "%s,%s,%.1f,%d,", r->recipe_id, r->config_id, r->tokens_per_s_gpu,
                   (int)r->recipe_min_gpus) < 0;
+    rc |= field(f, m->gpu, false);
+    rc |= field(f, m->stack, true);
     return rc ? -1 : 0;
 }
 
@@ -76,7 +80,7 @@ int report_write_csv(const struct report *r, FILE *f)
         if (fprintf(f, "%s%c", report_csv_columns[i], report_csv_columns[i + 1] ? ',' : '\n') < 0)
             return -1;
     for (size_t i = 0; i < r->nrows; i++)
-        if (write_row(f, &r->rows[i]) != 0)
+        if (write_row(f, &r->meta, &r->rows[i]) != 0)
             return -1;
     return ferror(f) ? -1 : 0;
 }
@@ -192,6 +196,34 @@ static int read_row(struct cursor *c, struct report_row *r)
     return c->failed ? -1 : 0;
 }
 
+/* The run a row comes from must be the run of every row read before it: one GPU, one
+ * budget, one stack (the first row read sets them). */
+static int same_run(struct cursor *c, struct report_meta *m, const struct report_row *row)
+{
+    const char *gpu = text(c), *stack = text(c);
+    if (!m->gpu[0]) {
+        snprintf(m->gpu, sizeof m->gpu, "%s", gpu);
+        snprintf(m->stack, sizeof m->stack, "%s", stack);
+        m->budget_gib = row->budget_gib;
+        return 0;
+    }
+    const char *what = strcmp(gpu, m->gpu) ? "gpu" : strcmp(stack, m->stack) ? "stack"
+                     : row->budget_gib != m->budget_gib ? "budget_gib" : NULL;
+    if (!what)
+        return 0;
+    char was[GPU_NAME_MAX + 8], is[GPU_NAME_MAX + 8];
+    if (!strcmp(what, "budget_gib")) {
+        snprintf(was, sizeof was, "%.3f", m->budget_gib);
+        snprintf(is, sizeof is, "%.3f", row->budget_gib);
+    } else {
+        snprintf(was, sizeof was, "%s", what[0] == 'g' ? m->gpu : m->stack);
+        snprintf(is, sizeof is, "%s", what[0] == 'g' ? gpu : stack);
+    }
+    int col = csv_table_col(c->t, what);
+    return csv_cell_error(c->t, c->row, col, c->e, "'%s' differs from '%s' of the rows read "
+                          "before: shards of one sweep share GPU, budget and stack", is, was);
+}
+
 int report_read_csv(struct report *r, const char *path, struct input_error *e)
 {
     struct csv_table t;
@@ -210,7 +242,8 @@ int report_read_csv(struct report *r, const char *path, struct input_error *e)
         r->rows = rows;
     for (size_t i = 0; !rc && i < t.nrows; i++) {
         struct cursor c = {&t, i, 0, e, 0};
-        rc = read_row(&c, &r->rows[r->nrows]);
+        if (read_row(&c, &r->rows[r->nrows]) != 0 || same_run(&c, &r->meta, &r->rows[r->nrows]) != 0)
+            rc = -1;
         if (!rc)
             r->nrows++;
     }

@@ -296,7 +296,7 @@ static int cand_key(const struct row_at *at, struct rule_cand *c, const char *ke
             return row_error(at, "key", "duplicate feature '%s' in candidate '%s'", key, c->name);
     if (parse_number(at, value, &v) != 0)
         return -1;
-    c->terms[c->nterms++] = (struct rule_term){f, v};
+    c->terms[c->nterms++] = (struct rule_term){f, v, at->line};
     return 0;
 }
 
@@ -391,6 +391,14 @@ int rules_check(struct rule_book *rb, struct input_error *e)
                 const struct row_at cat = {s->file, c->line, e};
                 return row_error(&cat, "candidate", "candidate '%s' has no feature row", c->label);
             }
+            /* every feature is memory a run holds: only a calibration corrects the model down */
+            for (int t = 0; t < c->nterms && s->with_model != RULES_ADD; t++)
+                if (c->terms[t].coef < 0) {
+                    const struct row_at tat = {s->file, c->terms[t].line, e};
+                    return row_error(&tat, "value", "candidate '%s': %s has a negative coefficient "
+                                     "(only a with_model add calibration may subtract)", c->label,
+                                     rules_feature_name(c->terms[t].feature));
+                }
         }
     }
     return 0;

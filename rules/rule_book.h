@@ -45,6 +45,7 @@ static inline int64_t rule_range_value(enum range_key k, const struct train_conf
 struct rule_term {
     int feature;
     double coef;
+    long line; /* where it is defined, for rules_check */
 };
 
 struct rule_cand {

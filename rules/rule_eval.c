@@ -7,6 +7,8 @@
 #include <strings.h>
 #include <math.h>
 
+#include "units.h"
+
 /* --- matching ------------------------------------------------------------------------ */
 
 static bool in_list(char *const *v, size_t n, const char *s)
@@ -131,6 +133,8 @@ int rules_eval_metric(const struct rule_book *rb, const struct rules_point *pt,
     double top = -HUGE_VAL;
     for (int i = 0; i < pt->ncand; i++) {
         double v = pt->k[i][0] + pt->k[i][1] * bs + pt->k[i][2] * bss;
+        if (!isfinite(v)) /* a coefficient of 1e300 overflows: no GPU holds that, never "fits" */
+            v = HUGE_VAL;
         if (v > top) { /* strict: the first candidate wins ties, deterministically */
             top = v;
             best = i;
@@ -155,7 +159,15 @@ static uint64_t to_device(double v, int metric, const struct mem_estimate *e)
     else /* a device-metric set predicts what nvidia-smi shows */
         extra = (double)e->device - (double)e->shown;
     double d = ceil(fmax(0.0, v + extra));
-    return d >= 0x1p63 ? UINT64_C(1) << 63 : (uint64_t)d;
+    return !(d < (double)BYTES_SAT) ? BYTES_SAT : (uint64_t)d; /* saturating (units.h) */
+}
+
+/* What a correction can never take away: the weights, gradients and optimizer states that
+ * coexist at the optimizer step (memmodel_floor's step term, as the timeline holds it). */
+static double resident_floor(const struct mem_estimate *e)
+{
+    const uint64_t *step = e->phase[PHASE_OPTIMIZER];
+    return (double)step[TERM_PARAMS] + (double)step[TERM_GRADS] + (double)step[TERM_OPTIMIZER];
 }
 
 double rules_model_metric(int metric, const struct mem_estimate *e)
@@ -176,7 +188,7 @@ bool rules_eval_point(const struct rule_book *rb, const struct rules_point *pt,
         return false;
     const struct rule_set *s = &rb->sets[pt->set];
     if (s->with_model == RULES_ADD) /* model + correction, in the set's metric; always binds */
-        v = fmax(0.0, rules_model_metric(s->metric, e) + v);
+        v = fmax(resident_floor(e), rules_model_metric(s->metric, e) + v);
     uint64_t dev = to_device(v, s->metric, e);
     if (s->with_model == 1 && e->device >= dev) /* the model bounds it: report no rule */
         return false;

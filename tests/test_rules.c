@@ -25,6 +25,7 @@
 #include "fit.h"
 #include "nnls.h"
 #include "rules.h"
+#include "units.h"
 
 #ifndef LLMEM_SOURCE_DIR
 #define LLMEM_SOURCE_DIR "."
@@ -768,6 +769,51 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Hostile coefficients (issue 14): a negative one outside a calibration is refused at its
+ * line; one of 1e300 saturates (never fits); a calibration cannot take the prediction below
+ * the weights, gradients and states of the optimizer step. */
+static void test_hostile_coefficients(void **state)
+{
+    (void)state;
+    parse_fails("set,candidate,key,value,note\n"
+                "neg,,metric,reserved,\n"
+                "neg,X,1,1000,\n"
+                "neg,X,b*s*v,-0.5,\n"
+                "neg,,with_model,no,\n",
+                4, "value", "negative coefficient");
+    struct model_plan gemma;
+    plan_of("google/gemma-2b", &gemma);
+    struct train_config c = qlora(2, 10, 8, TARGETS_ATTN);
+    struct mem_estimate e;
+    memset(&e, 0, sizeof e);
+    e.allocated = 3000000, e.reserved = 4000000, e.device = 5000000, e.shown = 4500000;
+    e.phase[PHASE_OPTIMIZER][TERM_PARAMS] = 1000000;
+    e.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER] = 500000;
+    const char *const books[2] = {
+        "set,candidate,key,value,note\nbig,,metric,reserved,\nbig,,with_model,yes,\n"
+        "big,X,b*s*v,1e300,\nbig,X,b*s^2*heads,1e300,\n",
+        "set,candidate,key,value,note\nbig,,metric,reserved,\nbig,,with_model,add,\n"
+        "big,X,b*s*v,1e300,\nbig,X,1,-1e300,\n"};
+    for (int i = 0; i < 2; i++) {
+        struct rule_book *rb = parse_ok(books[i]);
+        int set = rules_prepare(rb, rules_bind(rb, &gemma), &gemma, &c);
+        uint64_t peak;
+        int cand;
+        assert_true(rules_eval(rb, set, &gemma, &c, &e, &peak, &cand));
+        assert_true(peak == BYTES_SAT);
+        rules_free(rb);
+    }
+    struct rule_book *rb = parse_ok("set,candidate,key,value,note\nlow,,metric,allocated,\n"
+                                    "low,,with_model,add,\nlow,X,1,-1e300,\n");
+    int set = rules_prepare(rb, rules_bind(rb, &gemma), &gemma, &c);
+    uint64_t peak;
+    int cand;
+    assert_true(rules_eval(rb, set, &gemma, &c, &e, &peak, &cand));
+    /* the floor 1.5 MB, + (device - allocated) 2 MB */
+    assert_int_equal(peak, 3500000);
+    rules_free(rb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -777,6 +823,7 @@ int main(void)
         cmocka_unit_test(test_parse_limits),
         cmocka_unit_test(test_load_folder),
         cmocka_unit_test(test_eval_by_hand),
+        cmocka_unit_test(test_hostile_coefficients),
         cmocka_unit_test(test_feature_values),
         cmocka_unit_test(test_nnls_negative_unconstrained),
         cmocka_unit_test(test_nnls_exact_and_kkt),

@@ -149,69 +149,122 @@ int cmd_sweep(int argc, char **argv)
     return rc;
 }
 
-int cmd_merge(int argc, char **argv)
+/* The shards' rows are disjoint slices of one space: a configuration index met twice means
+ * a shard given twice (under two names) or shards of overlapping splits. */
+struct shard_row {
+    uint64_t index;
+    int shard;
+    long line; /* in its shard's file */
+};
+
+static int shard_row_cmp(const void *a, const void *b)
 {
-    struct options o = {0};
-    struct report rep = {0};
-    const char *shards[1024];
-    int nshards = 0, rc = 0;
+    const struct shard_row *x = a, *y = b;
+    if (x->index != y->index)
+        return x->index < y->index ? -1 : 1;
+    return x->shard - y->shard;
+}
+
+static int check_disjoint(const struct report *rep, const size_t *first_row, const char **shards,
+                          int nshards)
+{
+    struct shard_row *v = malloc((rep->nrows ? rep->nrows : 1) * sizeof *v);
+    if (!v) {
+        fputs("llmem-sweep: out of memory\n", stderr);
+        return EXIT_IO;
+    }
+    for (int s = 0; s < nshards; s++)
+        for (size_t i = first_row[s]; i < first_row[s + 1]; i++)
+            v[i] = (struct shard_row){rep->rows[i].index, s, (long)(i - first_row[s]) + 2};
+    qsort(v, rep->nrows, sizeof *v, shard_row_cmp);
+    int rc = 0;
+    for (size_t i = 1; i < rep->nrows && !rc; i++)
+        if (v[i].index == v[i - 1].index) {
+            fprintf(stderr, "llmem-sweep: %s:%ld: index: configuration %" PRIu64 " is also in "
+                            "%s:%ld: the same shard twice, or shards of different splits\n",
+                    shards[v[i].shard], v[i].line, v[i].index, shards[v[i - 1].shard], v[i - 1].line);
+            rc = EXIT_BAD_INPUT;
+        }
+    free(v);
+    return rc;
+}
+
+static int parse_merge_args(int argc, char **argv, struct options *o, const char **shards,
+                            int *nshards)
+{
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             puts("usage: llmem-sweep merge SHARD.csv... [--out FILE]... [--format F] [--top N]\n"
                  "Combines the ranked CSVs of `--shard K/N` runs into one report; with the\n"
                  "same --top as the shards, the CSV is byte-identical to a single run's.");
-            return 0;
-        } else if (!strcmp(argv[i], "--out") && i + 1 < argc && o.nouts < OPT_OUTS_MAX) {
-            o.outs[o.nouts++] = argv[++i];
+            return -1;
+        } else if (!strcmp(argv[i], "--out") && i + 1 < argc && o->nouts < OPT_OUTS_MAX) {
+            o->outs[o->nouts++] = argv[++i];
         } else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
             const char *f = argv[++i];
-            o.format = !strcmp(f, "csv") ? FORMAT_CSV : !strcmp(f, "json") ? FORMAT_JSON
-                     : !strcmp(f, "html") ? FORMAT_HTML : !strcmp(f, "table") ? FORMAT_TABLE : FORMAT_AUTO;
-            if (o.format == FORMAT_AUTO) {
+            o->format = !strcmp(f, "csv") ? FORMAT_CSV : !strcmp(f, "json") ? FORMAT_JSON
+                      : !strcmp(f, "html") ? FORMAT_HTML : !strcmp(f, "table") ? FORMAT_TABLE : FORMAT_AUTO;
+            if (o->format == FORMAT_AUTO) {
                 fprintf(stderr, "llmem-sweep: merge: unknown format '%s'\n", f);
                 return EXIT_USAGE;
             }
         } else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
             char *end;
-            o.top = strtol(argv[++i], &end, 10);
-            if (*end || o.top < 0) {
+            o->top = strtol(argv[++i], &end, 10);
+            if (*end || o->top < 0) {
                 fprintf(stderr, "llmem-sweep: merge: invalid --top '%s'\n", argv[i]);
                 return EXIT_USAGE;
             }
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "llmem-sweep: merge: unknown option '%s'\n", argv[i]);
             return EXIT_USAGE;
-        } else if (nshards < 1024) {
-            shards[nshards++] = argv[i];
+        } else {
+            shards[(*nshards)++] = argv[i];
         }
     }
-    if (!nshards) {
+    if (!*nshards) {
         fputs("llmem-sweep: merge: no shard CSV given (see --help)\n", stderr);
         return EXIT_USAGE;
     }
-    if ((rc = check_outputs(&o)))
-        return rc;
+    return 0;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+    struct options o = {0};
+    struct report rep = {0};
+    int nshards = 0;
+    const char **shards = malloc((size_t)argc * sizeof *shards); /* every argument may be one */
+    size_t *first_row = malloc(((size_t)argc + 1) * sizeof *first_row);
+    int rc = shards && first_row ? parse_merge_args(argc, argv, &o, shards, &nshards) : EXIT_IO;
+    if (!rc)
+        rc = check_outputs(&o);
     rep.meta.version = LLMEM_VERSION;
-    for (int i = 0; i < nshards; i++) {
+    for (int i = 0; !rc && i < nshards; i++) {
         struct input_error e;
+        first_row[i] = rep.nrows;
         if (report_read_csv(&rep, shards[i], &e) != 0) {
             input_error_print(&e);
-            report_free(&rep);
-            return e.code;
+            rc = e.code;
+        }
+        first_row[i + 1] = rep.nrows;
+    }
+    if (!rc)
+        rc = check_disjoint(&rep, first_row, shards, nshards);
+    if (!rc) {
+        answer_rank(&rep, o.top);
+        answer_mark_ties(&rep); /* among the rows kept, as a single run marks them */
+        rep.meta.tokens = ANSWER_TOKENS_DEFAULT;
+        if (answer_summarize(&rep) != 0) {
+            fputs("llmem-sweep: out of memory
+", stderr);
+            rc = EXIT_IO;
+        } else {
+            rc = write_outputs(&rep, &o);
         }
     }
-    answer_rank(&rep, o.top);
-    answer_mark_ties(&rep); /* among the rows kept, as a single run marks them */
-    if (rep.nrows) { /* the shards agree on GPU and budget; take them from the rows */
-        rep.meta.budget_gib = rep.rows[0].budget_gib;
-    }
-    rep.meta.tokens = ANSWER_TOKENS_DEFAULT;
-    if (answer_summarize(&rep) != 0) {
-        fputs("llmem-sweep: out of memory\n", stderr);
-        report_free(&rep);
-        return EXIT_IO;
-    }
-    rc = write_outputs(&rep, &o);
     report_free(&rep);
-    return rc;
+    free(shards);
+    free(first_row);
+    return rc < 0 ? 0 : rc;
 }
