@@ -34,16 +34,18 @@ static char *dup_string(const char *s)
 }
 
 /* Index of the model's plan, built on first use; -1 when the model cannot be resolved
- * (neither a catalog id nor a config.json beside the CSV), -2 when memory runs out. */
+ * (neither a catalog id nor a config.json beside the CSV), -2 when memory runs out, -3
+ * with e filled when the config.json is broken. */
 static long model_plan(struct fit_data *d, const char *csv, const char *name,
-                       const struct catalog *cat)
+                       const struct catalog *cat, struct input_error *e)
 {
     for (size_t i = 0; i < d->nplans; i++)
         if (strcmp(d->model_names[i], name) == 0)
             return (long)i;
     struct model_spec m;
-    if (measured_row_model(csv, name, cat, &m) != 0)
-        return -1;
+    int found = measured_row_model(csv, name, cat, &m, e);
+    if (found != 0)
+        return found < 0 ? -3 : -1;
     if (d->nplans == d->capplans) {
         size_t cap = d->capplans ? 2 * d->capplans : 8;
         struct model_plan *p = realloc(d->plans, cap * sizeof *p);
@@ -121,7 +123,9 @@ static int read_row(struct fit_data *d, const struct csv_table *t, size_t r,
                                  &row->c, why, n, e);
     if (rc != 0)
         return rc;
-    long m = model_plan(d, t->path, measured_cell(t, r, "model"), cat);
+    long m = model_plan(d, t->path, measured_cell(t, r, "model"), cat, e);
+    if (m == -3)
+        return -1;
     if (m == -2)
         return input_error_set(e, EXIT_IO, t->path, row->line, NULL, "out of memory");
     if (m < 0) {

@@ -179,6 +179,17 @@ static void test_parse_buffer_variants(void **state)
     assert_int_equal(t.lines[1], 4);
     csv_table_free(&t);
 
+    /* CR-only line ends (old Mac files): each CR ends a line, a quoted CR does not end the row */
+    static const char cr[] = "a,b\r1,2\r\r\"x\ry\",4\r5,6,7\r";
+    assert_int_equal(csv_table_parse(cr, sizeof cr - 1, "cr.csv", &t, &e), -1);
+    assert_int_equal(e.line, 6); /* "5,6,7": after the blank line 3 and the row of lines 4-5 */
+    static const char cr_ok[] = "a,b\r1,2\r\r3,4";
+    assert_int_equal(csv_table_parse(cr_ok, sizeof cr_ok - 1, "cr.csv", &t, &e), 0);
+    assert_int_equal(t.nrows, 2);
+    assert_int_equal(t.lines[0], 2);
+    assert_int_equal(t.lines[1], 4);
+    csv_table_free(&t);
+
     /* a stray quote inside an unquoted field is malformed under CSV_STRICT */
     static const char stray[] = "a,b\n1,x\"y\n";
     assert_int_equal(csv_table_parse(stray, sizeof stray - 1, "stray.csv", &t, &e), -1);

@@ -33,41 +33,41 @@
 
 static void load_ok(const char *path, struct model_spec *m)
 {
-    struct hf_error err;
+    struct input_error err;
     int rc = hf_config_load(path, m, &err);
     if (rc != 0)
-        print_error("%s:%d:%d: [%s] %s\n", err.file, err.line, err.column, err.key, err.msg);
+        print_error("%s:%ld: [%s] %s\n", err.file, err.line, err.field, err.msg);
     assert_int_equal(rc, 0);
 }
 
 static void parse_ok(const char *json, struct model_spec *m)
 {
-    struct hf_error err;
+    struct input_error err;
     int rc = hf_config_parse(json, strlen(json), "inline.json", m, &err);
     if (rc != 0)
-        print_error("%s: [%s] %s\n", err.file, err.key, err.msg);
+        print_error("%s: [%s] %s\n", err.file, err.field, err.msg);
     assert_int_equal(rc, 0);
 }
 
 /* A load that must fail; checks the file and key it reports. */
 static void load_fails(const char *path, const char *file, const char *key,
-                       struct hf_error *err)
+                       struct input_error *err)
 {
     struct model_spec m;
     memset(&m, 0x5a, sizeof m);
     assert_int_equal(hf_config_load(path, &m, err), -1);
     assert_string_equal(err->file, file);
-    assert_string_equal(err->key, key);
+    assert_string_equal(err->field, key);
     assert_true(err->msg[0] != '\0');
     assert_int_equal(m.layers, 0x5a5a5a5a5a5a5a5a); /* *m untouched on error */
 }
 
-static void parse_fails(const char *json, const char *key, struct hf_error *err)
+static void parse_fails(const char *json, const char *key, struct input_error *err)
 {
     struct model_spec m;
     assert_int_equal(hf_config_parse(json, strlen(json), "inline.json", &m, err), -1);
     assert_string_equal(err->file, "inline.json");
-    assert_string_equal(err->key, key);
+    assert_string_equal(err->field, key);
     assert_true(err->msg[0] != '\0');
 }
 
@@ -170,7 +170,7 @@ static void test_qwen_7b_chat(void **state)
 static void test_qwen_keys(void **state)
 {
     struct model_spec m;
-    struct hf_error err;
+    struct input_error err;
     (void)state;
     parse_ok("{\"model_type\": \"qwen\", \"vocab_size\": 100, \"hidden_size\": 64, "
              "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"kv_channels\": 16, "
@@ -184,7 +184,7 @@ static void test_qwen_keys(void **state)
                       "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
                       "\"intermediate_size\": 1}";
     assert_int_equal(hf_config_parse(bad, strlen(bad), "q.json", &m, &err), -1);
-    assert_string_equal(err.key, "intermediate_size");
+    assert_string_equal(err.field, "intermediate_size");
 }
 
 static void test_gemma_2_2b(void **state)
@@ -428,7 +428,7 @@ static void test_infinity_and_nan(void **state)
 
 static void test_nonfinite_dimension_rejected(void **state)
 {
-    struct hf_error err;
+    struct input_error err;
     (void)state;
     /* NaN becomes null: for a required key that reads as missing */
     parse_fails("{\"model_type\": \"gpt2\", \"n_embd\": NaN, \"n_head\": 12, \"n_layer\": 12,"
@@ -443,17 +443,17 @@ static void test_nonfinite_dimension_rejected(void **state)
 
 static void test_truncated(void **state)
 {
-    struct hf_error err;
+    struct input_error err;
     (void)state;
     load_fails(HF_DIR "bad-truncated.json", HF_DIR "bad-truncated.json", "", &err);
     assert_int_equal(err.line, 4);
-    assert_true(err.column > 0);
-    assert_non_null(strstr(err.msg, "invalid JSON"));
+    assert_int_equal(err.code, EXIT_BAD_INPUT);
+    assert_non_null(strstr(err.msg, "invalid JSON at column "));
 }
 
 static void test_duplicate_key(void **state)
 {
-    struct hf_error err;
+    struct input_error err;
     (void)state;
     load_fails(HF_DIR "bad-duplicate-key.json", HF_DIR "bad-duplicate-key.json", "vocab_size",
                &err);
@@ -463,7 +463,7 @@ static void test_duplicate_key(void **state)
 
 static void test_unsupported_type(void **state)
 {
-    struct hf_error err;
+    struct input_error err;
     (void)state;
     load_fails(HF_DIR "bad-t5.json", HF_DIR "bad-t5.json", "model_type", &err);
     assert_non_null(strstr(err.msg, "unsupported model_type \"t5\""));
@@ -480,7 +480,7 @@ static void test_unsupported_type(void **state)
 
 static void test_missing_hidden(void **state)
 {
-    struct hf_error err;
+    struct input_error err;
     (void)state;
     load_fails(HF_DIR "bad-missing-hidden.json", HF_DIR "bad-missing-hidden.json",
                "hidden_size", &err);
@@ -497,7 +497,7 @@ static void test_missing_hidden(void **state)
 
 static void test_negative_layers(void **state)
 {
-    struct hf_error err;
+    struct input_error err;
     (void)state;
     load_fails(HF_DIR "bad-negative-layers.json", HF_DIR "bad-negative-layers.json",
                "num_hidden_layers", &err);
@@ -506,7 +506,7 @@ static void test_negative_layers(void **state)
 
 static void test_string_for_int(void **state)
 {
-    struct hf_error err;
+    struct input_error err;
     (void)state;
     load_fails(HF_DIR "bad-string-int.json", HF_DIR "bad-string-int.json",
                "num_attention_heads", &err);
@@ -515,7 +515,7 @@ static void test_string_for_int(void **state)
 
 static void test_bad_values(void **state)
 {
-    struct hf_error err;
+    struct input_error err;
     (void)state;
 #define GPT2_WITH(x)                                                                         \
     "{\"model_type\": \"gpt2\", \"n_head\": 12, \"n_layer\": 12, \"n_positions\": 1024, "   \
@@ -542,7 +542,7 @@ static void test_bad_values(void **state)
 
 static void test_empty_file(void **state)
 {
-    struct hf_error err;
+    struct input_error err;
     (void)state;
     load_fails(HF_DIR "bad-empty.json", HF_DIR "bad-empty.json", "", &err);
     assert_int_equal(err.line, 1);
@@ -551,7 +551,7 @@ static void test_empty_file(void **state)
 
 static void test_size_limit(void **state)
 {
-    struct hf_error err;
+    struct input_error err;
     struct model_spec m;
     size_t len = HF_CONFIG_MAX_BYTES + 1;
     char *big = malloc(len);
@@ -560,7 +560,7 @@ static void test_size_limit(void **state)
     memset(big, ' ', len);
     assert_int_equal(hf_config_parse(big, len, "big.json", &m, &err), -1);
     assert_string_equal(err.file, "big.json");
-    assert_string_equal(err.key, "");
+    assert_string_equal(err.field, "");
     assert_non_null(strstr(err.msg, "16 MiB"));
     free(big);
 }
@@ -581,7 +581,7 @@ static void test_folder_paths(void **state)
                                "\"n_layer\": 12, \"n_positions\": 1024, \"vocab_size\": 50257}";
     char dir[] = "/tmp/hf-config-test-XXXXXX", file[64], slash[64];
     const char *base;
-    struct hf_error err;
+    struct input_error err;
     struct model_spec m;
     (void)state;
     assert_non_null(mkdtemp(dir));
@@ -657,10 +657,10 @@ static void test_gemma3(void **state)
     assert_dims(&m, 34, 2560, 8, 4, 256, 10240, 262208, 131072);
     assert_true(m.tied);
     assert_int_equal(model_param_count(&m), 3880263168);
-    struct hf_error err;
+    struct input_error err;
     const char *no_text = "{\"model_type\": \"gemma3\", \"vision_config\": {}}";
     assert_int_equal(hf_config_parse(no_text, strlen(no_text), "g.json", &m, &err), -1);
-    assert_string_equal(err.key, "text_config");
+    assert_string_equal(err.field, "text_config");
 }
 
 static void test_olmo2(void **state)
@@ -704,13 +704,13 @@ static void test_qwen3_moe(void **state)
     assert_false(m.shared_gate);
     assert_int_equal(model_param_count(&m), 30532122624);
     /* dense blocks among MoE blocks are refused with the key named */
-    struct hf_error err;
+    struct input_error err;
     const char *sparse = "{\"model_type\": \"qwen3_moe\", \"hidden_size\": 64, "
                          "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
                          "\"intermediate_size\": 128, \"vocab_size\": 100, "
                          "\"mlp_only_layers\": [1]}";
     assert_int_equal(hf_config_parse(sparse, strlen(sparse), "q.json", &m, &err), -1);
-    assert_string_equal(err.key, "mlp_only_layers");
+    assert_string_equal(err.field, "mlp_only_layers");
 }
 
 static void test_qwen2_moe_shared(void **state)
@@ -763,12 +763,34 @@ static void test_deepseek_v2(void **state)
     assert_int_equal(m.dense_layers, 3);
     assert_int_equal(model_param_count(&m), 671026419200 - 58 * 256);
     /* the MoE keys are required */
-    struct hf_error err;
+    struct input_error err;
     const char *no_experts = "{\"model_type\": \"deepseek_v2\", \"hidden_size\": 64, "
                              "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
                              "\"intermediate_size\": 128, \"vocab_size\": 100}";
     assert_int_equal(hf_config_parse(no_experts, strlen(no_experts), "d.json", &m, &err), -1);
-    assert_string_equal(err.key, "n_routed_experts");
+    assert_string_equal(err.field, "n_routed_experts");
+/* An error about a key's value names the line of its `"key":`; a missing key has none. */
+static void test_key_lines(void **state)
+{
+    struct model_spec m;
+    struct input_error err;
+    (void)state;
+    const char *bad = "{\"model_type\": \"llama\",\n \"hidden_size\": 4096,\n"
+                      " \"vocab_size\": 32000,\n \"num_hidden_layers\" :\n \"32\"}";
+    assert_int_equal(hf_config_parse(bad, strlen(bad), "c.json", &m, &err), -1);
+    assert_string_equal(err.field, "num_hidden_layers");
+    assert_int_equal(err.line, 4);
+    assert_int_equal(err.code, EXIT_BAD_INPUT);
+    const char *missing = "{\"model_type\": \"llama\",\n \"hidden_size\": 4096}";
+    assert_int_equal(hf_config_parse(missing, strlen(missing), "c.json", &m, &err), -1);
+    assert_int_equal(err.line, 0);
+    /* a value that merely contains the key's name is not the key */
+    const char *quoted = "{\"model_type\": \"llama\", \"x\": \"\\\"vocab_size\\\"\",\n"
+                         "\"vocab_size\": -1, \"hidden_size\": 64, \"num_hidden_layers\": 2,\n"
+                         "\"num_attention_heads\": 4, \"intermediate_size\": 128}";
+    assert_int_equal(hf_config_parse(quoted, strlen(quoted), "c.json", &m, &err), -1);
+    assert_string_equal(err.field, "vocab_size");
+    assert_int_equal(err.line, 2);
 }
 
 int main(void)
@@ -812,6 +834,7 @@ int main(void)
         cmocka_unit_test(test_qwen3_moe),
         cmocka_unit_test(test_qwen2_moe_shared),
         cmocka_unit_test(test_deepseek_v2),
+        cmocka_unit_test(test_key_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* error.c: input errors and their one-line messages. */
 #include "error.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,16 +21,37 @@ int input_error_set(struct input_error *e, int code, const char *file, long line
     return -1;
 }
 
+char *text_printable(const char *in, char *out, size_t n)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p && o + 1 < n; p++) {
+        bool c1 = p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F;
+        if (*p >= 0x20 && *p != 0x7F && !c1) {
+            out[o++] = (char)*p;
+            continue;
+        }
+        int w = c1 ? 8 : 4;
+        if (o + (size_t)w >= n)
+            break;
+        o += (size_t)sprintf(out + o, c1 ? "\\x%02x\\x%02x" : "\\x%02x", p[0], c1 ? p[1] : 0);
+        p += c1;
+    }
+    if (n)
+        out[o] = '\0';
+    return out;
+}
+
 void input_error_print(const struct input_error *e)
 {
+    char file[4 * sizeof e->file], field[4 * sizeof e->field], msg[4 * sizeof e->msg];
     fputs("llmem-sweep: ", stderr);
     if (e->file[0]) {
-        fputs(e->file, stderr);
+        fputs(text_printable(e->file, file, sizeof file), stderr);
         if (e->line > 0)
             fprintf(stderr, ":%ld", e->line);
         fputs(": ", stderr);
     }
     if (e->field[0])
-        fprintf(stderr, "%s: ", e->field);
-    fprintf(stderr, "%s\n", e->msg);
+        fprintf(stderr, "%s: ", text_printable(e->field, field, sizeof field));
+    fprintf(stderr, "%s\n", text_printable(e->msg, msg, sizeof msg));
 }

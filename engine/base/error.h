@@ -27,7 +27,12 @@ int input_error_set(struct input_error *e, int code, const char *file, long line
                     const char *field, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
-/* Prints `llmem-sweep: file:line: field: msg` to stderr. */
+/* Prints `llmem-sweep: file:line: field: msg` to stderr, through text_printable. */
 void input_error_print(const struct input_error *e);
+
+/* Copies in to out (n bytes, always terminated) for a terminal: C0 control characters,
+ * DEL and UTF-8-encoded C1 controls become \xNN, so text from an input file (a CSV cell, a
+ * config name) cannot move the cursor, clear the screen or retitle the window. Returns out. */
+char *text_printable(const char *in, char *out, size_t n);
 
 #endif

@@ -13,7 +13,7 @@
 #include "validate_band.h"
 
 struct vargs {
-    const char *measured[64];
+    const char **measured; /* every argument may be one: none is dropped */
     int nmeasured;
     const char *out, *rules, *data, *write_band;
     bool paper, summary_only;
@@ -24,6 +24,10 @@ static int parse_args(int argc, char **argv, struct vargs *a)
 {
     memset(a, 0, sizeof *a);
     a->fail_above = -1;
+    if (!(a->measured = malloc((size_t)argc * sizeof *a->measured))) {
+        fputs("llmem-sweep: out of memory\n", stderr);
+        return EXIT_IO;
+    }
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -52,7 +56,7 @@ static int parse_args(int argc, char **argv, struct vargs *a)
             return EXIT_USAGE;
         }
         i++;
-        if (!strcmp(argv[i - 1], "--measured") && a->nmeasured < 64)
+        if (!strcmp(argv[i - 1], "--measured"))
             a->measured[a->nmeasured++] = v;
         else if (!strcmp(argv[i - 1], "--out"))
             a->out = v;
@@ -65,7 +69,7 @@ static int parse_args(int argc, char **argv, struct vargs *a)
         else if (!strcmp(argv[i - 1], "--fail-above")) {
             char *end;
             a->fail_above = strtod(v, &end);
-            if (*end || a->fail_above < 0) {
+            if (end == v || *end || !isfinite(a->fail_above) || a->fail_above < 0) {
                 fprintf(stderr, "llmem-sweep: validate: invalid --fail-above '%s'\n", v);
                 return EXIT_USAGE;
             }
@@ -319,8 +323,10 @@ int cmd_validate(int argc, char **argv)
 {
     struct vargs a;
     int rc = parse_args(argc, argv, &a);
-    if (rc)
+    if (rc) {
+        free(a.measured);
         return rc < 0 ? 0 : rc;
+    }
     struct catalog cat;
     struct input_error e;
     struct validate_opts vo = {.cat = &cat, .paper = a.paper};
@@ -328,6 +334,7 @@ int cmd_validate(int argc, char **argv)
         (a.rules && rules_load(a.rules, &vo.rules, &e) != 0)) {
         input_error_print(&e);
         catalog_free(&cat);
+        free(a.measured);
         return e.code;
     }
     struct validate_row *rows = calloc(VALIDATE_ROW_MAX, sizeof *rows);
@@ -363,6 +370,7 @@ int cmd_validate(int argc, char **argv)
         }
     }
     free(rows);
+    free(a.measured);
     rules_free(vo.rules);
     catalog_free(&cat);
     return rc;

@@ -66,9 +66,11 @@ static int load_models(struct job *j)
     for (size_t i = 0; i < n; i++) {
         struct model_spec m;
         if (j->opt.nmodels) {
-            int rc = model_source_load(&j->cat, j->opt.models[i], &m);
-            if (rc)
-                return rc;
+            struct input_error e;
+            if (model_source_load(&j->cat, j->opt.models[i], &m, &e) != 0) {
+                input_error_print(&e);
+                return e.code;
+            }
         } else {
             m = j->cat.models[i];
         }

@@ -100,7 +100,20 @@ static void on_row(int term, void *data)
         r->failed = 1;
 }
 
-/* Counts the newlines in buf[0..len) to keep line numbers for the rows. libcsv gives no
+/* The length of the line at buf[0..len) with its terminator: LF, CR LF, or a lone CR (old
+ * Mac files, which libcsv also reads as row ends). */
+static size_t line_length(const char *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (buf[i] == '\n')
+            return i + 1;
+        if (buf[i] == '\r')
+            return i + 1 < len && buf[i + 1] == '\n' ? i + 2 : i + 1;
+    }
+    return len;
+}
+
+/* Counts the line ends in buf[0..len) to keep line numbers for the rows. libcsv gives no
  * positions, so rows are numbered by the terminators it reports: the reader feeds the
  * buffer one line at a time. */
 int csv_table_parse(const char *buf, size_t len, const char *name, struct csv_table *t,
@@ -114,8 +127,7 @@ int csv_table_parse(const char *buf, size_t len, const char *name, struct csv_ta
         return input_error_set(e, EXIT_IO, name, 0, NULL, "out of memory");
     size_t pos = 0;
     while (pos < len && !r.failed) {
-        const char *nl = memchr(buf + pos, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - (buf + pos)) + 1 : len - pos;
+        size_t n = line_length(buf + pos, len - pos);
         if (memchr(buf + pos, '\0', n)) {
             r.failed = input_error_set(e, EXIT_BAD_INPUT, name, r.next_line, NULL,
                                        "NUL byte in a CSV file");
@@ -125,7 +137,8 @@ int csv_table_parse(const char *buf, size_t len, const char *name, struct csv_ta
         if (!r.mid_row)
             r.line = r.next_line;
         r.ended = false;
-        bool blank = n == 1 || (n == 2 && buf[pos] == '\r');
+        bool blank = (n == 1 && (buf[pos] == '\n' || buf[pos] == '\r')) ||
+                     (n == 2 && buf[pos] == '\r' && buf[pos + 1] == '\n');
         if (csv_parse(&p, buf + pos, n, on_field, on_row, &r) != n && !r.failed)
             r.failed = input_error_set(e, EXIT_BAD_INPUT, name, r.next_line, NULL,
                                        "malformed CSV: %s", csv_strerror(csv_error(&p)));

@@ -42,18 +42,19 @@ static void copy_str(char *dst, size_t n, const char *src)
     dst[len] = '\0';
 }
 
-static void err_init(struct hf_error *err, const char *file)
+static void err_init(struct input_error *err, const char *file)
 {
     memset(err, 0, sizeof *err);
+    err->code = EXIT_BAD_INPUT;
     copy_str(err->file, sizeof err->file, file ? file : "<buffer>");
 }
 
-static void set_err(struct hf_error *err, const char *key, const char *fmt, ...) PRINTF_LIKE(3, 4);
+static void set_err(struct input_error *err, const char *key, const char *fmt, ...) PRINTF_LIKE(3, 4);
 
-static void set_err(struct hf_error *err, const char *key, const char *fmt, ...)
+static void set_err(struct input_error *err, const char *key, const char *fmt, ...)
 {
     va_list ap;
-    copy_str(err->key, sizeof err->key, key ? key : "");
+    copy_str(err->field, sizeof err->field, key ? key : "");
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
@@ -184,7 +185,7 @@ struct keyspec {
 struct reader {
     json_t *root;
     struct model_spec *m;
-    struct hf_error *err;
+    struct input_error *err;
     const char *src[F_COUNT]; /* the key each dimension came from, for model_check errors */
 };
 
@@ -753,7 +754,7 @@ static int deepseek_extra(struct reader *r)
 /* ------------------------------------------------------------------------------------ */
 /* The reader                                                                           */
 
-static void unsupported_type(struct hf_error *err, const char *type)
+static void unsupported_type(struct input_error *err, const char *type)
 {
     char list[400] = "", shown[48];
     size_t used = 0;
@@ -882,7 +883,7 @@ static int check_spec(struct reader *r)
 }
 
 static int read_root(json_t *root, const char *fallback_name, struct model_spec *m,
-                     struct hf_error *err)
+                     struct input_error *err)
 {
     struct reader r = {.root = root, .m = m, .err = err};
     const struct hf_class *c = NULL;
@@ -900,10 +901,9 @@ static int read_root(json_t *root, const char *fallback_name, struct model_spec 
     return check_spec(&r);
 }
 
-static void syntax_error(struct hf_error *err, const json_error_t *je)
+static void syntax_error(struct input_error *err, const json_error_t *je)
 {
     err->line = je->line > 0 ? je->line : 0;
-    err->column = je->column > 0 ? je->column : 0;
     if (json_error_code(je) == json_error_duplicate_key) {
         /* jansson says: duplicate object key near '"name"' */
         const char *q = strstr(je->text, "'\"");
@@ -916,12 +916,35 @@ static void syntax_error(struct hf_error *err, const json_error_t *je)
         set_err(err, key, "duplicate key \"%s\"", key);
         return;
     }
-    set_err(err, "", "invalid JSON: %s", je->text);
+    if (je->column > 0)
+        set_err(err, "", "invalid JSON at column %d: %s", je->column, je->text);
+    else
+        set_err(err, "", "invalid JSON: %s", je->text);
+}
+
+/* The line of a key's first `"key":` in the text, for errors about its value (jansson keeps
+ * no positions); 0 when the key is not there (a missing key has no line). */
+static long key_line(const char *buf, size_t len, const char *key)
+{
+    size_t k = strlen(key);
+    long line = 1;
+    for (size_t i = 0; k && i + k + 2 <= len; i++) {
+        if (buf[i] == '\n')
+            line++;
+        if (buf[i] != '"' || memcmp(buf + i + 1, key, k) != 0 || buf[i + 1 + k] != '"')
+            continue;
+        size_t j = i + k + 2;
+        while (j < len && (buf[j] == ' ' || buf[j] == '\t' || buf[j] == '\r' || buf[j] == '\n'))
+            j++;
+        if (j < len && buf[j] == ':')
+            return line;
+    }
+    return 0;
 }
 
 /* Parses len bytes; err->file is already set. */
 static int parse_buffer(const char *buf, size_t len, const char *fallback_name,
-                        struct model_spec *m, struct hf_error *err)
+                        struct model_spec *m, struct input_error *err)
 {
     struct model_spec spec = {0};
     json_error_t je;
@@ -946,13 +969,15 @@ static int parse_buffer(const char *buf, size_t len, const char *fallback_name,
     }
     rc = read_root(root, fallback_name, &spec, err);
     json_decref(root);
+    if (rc != 0 && err->field[0])
+        err->line = key_line(buf ? buf : "", buf ? len : 0, err->field);
     if (rc == 0)
         *m = spec; /* *m is untouched on error */
     return rc;
 }
 
 int hf_config_parse(const char *buf, size_t len, const char *name, struct model_spec *m,
-                    struct hf_error *err)
+                    struct input_error *err)
 {
     err_init(err, name);
     return parse_buffer(buf, len, name ? name : "<buffer>", m, err);
@@ -961,7 +986,7 @@ int hf_config_parse(const char *buf, size_t len, const char *name, struct model_
 /* ------------------------------------------------------------------------------------ */
 /* Files                                                                                */
 
-static void io_error(struct hf_error *err, const char *what, int errnum)
+static void io_error(struct input_error *err, const char *what, int errnum)
 {
     char reason[128] = "unknown error";
     if (strerror_r(errnum, reason, sizeof reason) != 0)
@@ -970,7 +995,7 @@ static void io_error(struct hf_error *err, const char *what, int errnum)
 }
 
 /* path, or path/config.json when path is a folder, into file. */
-static int resolve_path(const char *path, char *file, size_t size, struct hf_error *err)
+static int resolve_path(const char *path, char *file, size_t size, struct input_error *err)
 {
     struct stat st;
     size_t n = strlen(path);
@@ -1013,7 +1038,7 @@ static bool read_more(FILE *f, char **buf, size_t *n, size_t *cap)
 }
 
 /* The whole file, at most HF_CONFIG_MAX_BYTES (one byte more is read to tell). */
-static int read_file(const char *file, char **buf, size_t *len, struct hf_error *err)
+static int read_file(const char *file, char **buf, size_t *len, struct input_error *err)
 {
     FILE *f = fopen(file, "rb");
     size_t n = 0, cap = 64 * 1024;
@@ -1061,7 +1086,7 @@ static void folder_name(const char *file, char *out, size_t size)
     free(real);
 }
 
-int hf_config_load(const char *path, struct model_spec *m, struct hf_error *err)
+int hf_config_load(const char *path, struct model_spec *m, struct input_error *err)
 {
     char file[PATH_BUF], name[MODEL_NAME_MAX];
     char *buf = NULL;

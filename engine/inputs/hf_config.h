@@ -10,31 +10,25 @@
 
 #include <stddef.h>
 
+#include "error.h"
 #include "model.h"
 
 /* Max size of a config.json; real ones are a few KiB. */
 #define HF_CONFIG_MAX_BYTES ((size_t)16 << 20)
 
-struct hf_error {
-    char file[512]; /* the file read (or the name given to hf_config_parse); always set */
-    char key[64];   /* the config key at fault; "" when none (I/O or JSON syntax) */
-    int line;       /* JSON syntax errors: 1-based line; 0 otherwise */
-    int column;     /* JSON syntax errors: column as jansson reports it; 0 otherwise */
-    char msg[512];  /* one human sentence, without the file name */
-};
-
 /* Reads path (a config.json file, or a folder containing config.json) into *m.
- * Returns 0; or -1 with *err filled: file always; key for a missing or bad key; line and
- * column for JSON syntax errors; msg a sentence such as
+ * Returns 0; or -1 with *err filled (code EXIT_BAD_INPUT): file always; field the key of a
+ * missing or bad key; line that of the JSON syntax error or of the bad key's first
+ * `"key":` (0 for a missing key or an I/O error); msg a sentence such as
  * "unsupported model_type \"t5\" (supported: opt, bloom, ...)" or
  * "missing key \"hidden_size\"". Writes nothing to stdout or stderr.
  * m->name is the config's "_name_or_path" when that is a non-empty string, else the name
  * of the folder holding the file. */
-int hf_config_load(const char *path, struct model_spec *m, struct hf_error *err);
+int hf_config_load(const char *path, struct model_spec *m, struct input_error *err);
 
 /* Same, from a buffer of len bytes (need not be NUL-terminated). name is used as err->file
  * and as the fallback m->name; NULL means "<buffer>". */
 int hf_config_parse(const char *buf, size_t len, const char *name, struct model_spec *m,
-                    struct hf_error *err);
+                    struct input_error *err);
 
 #endif

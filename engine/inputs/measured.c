@@ -4,6 +4,7 @@
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model_source.h"
 
@@ -230,7 +231,7 @@ int measured_row_config(const struct csv_table *t, size_t r,
 }
 
 int measured_row_model(const char *csv_path, const char *name, const struct catalog *cat,
-                       struct model_spec *m)
+                       struct model_spec *m, struct input_error *e)
 {
     const struct model_spec *c = catalog_find_model(cat, name);
     if (c) {
@@ -240,9 +241,7 @@ int measured_row_model(const char *csv_path, const char *name, const struct cata
     char dir[1024], path[2048];
     snprintf(dir, sizeof dir, "%s", csv_path);
     snprintf(path, sizeof path, "%s/%s", dirname(dir), name);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    fclose(f);
-    return model_source_load(cat, path, m) == 0 ? 0 : -1;
+    if (access(path, F_OK) != 0)
+        return 1;
+    return model_source_load(cat, path, m, e); /* there, but broken: exit 3, not a skipped row */
 }

@@ -24,9 +24,9 @@ int measured_row_config(const struct csv_table *t, size_t r,
                         int (*parse_targets)(const char *, uint32_t *), struct train_config *c,
                         char *why, size_t n, struct input_error *e);
 
-/* The row's model: a catalog id, or a config.json path relative to the CSV. Returns 0, or
- * -1 when neither resolves. */
+/* The row's model: a catalog id, or a config.json path relative to the CSV. Returns 0; 1
+ * when neither exists; -1 with e filled when the config.json is there but broken. */
 int measured_row_model(const char *csv_path, const char *name, const struct catalog *cat,
-                       struct model_spec *m);
+                       struct model_spec *m, struct input_error *e);
 
 #endif

@@ -2,7 +2,6 @@
 #include "model_source.h"
 
 #include <stdbool.h>
-#include <stdio.h>
 #include <sys/stat.h>
 
 #include "error.h"
@@ -14,27 +13,17 @@ static bool exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-int model_source_load(const struct catalog *cat, const char *name, struct model_spec *m)
+int model_source_load(const struct catalog *cat, const char *name, struct model_spec *m,
+                      struct input_error *e)
 {
     const struct model_spec *c = catalog_find_model(cat, name);
     if (c && !exists(name)) {
         *m = *c;
         return 0;
     }
-    if (!exists(name)) {
-        fprintf(stderr, "llmem-sweep: unknown model '%s': not in %s/models.csv and no such "
-                        "file (see `llmem-sweep models`)\n", name, cat->dir);
-        return EXIT_USAGE;
-    }
-    struct hf_error err;
-    if (hf_config_load(name, m, &err) != 0) {
-        fprintf(stderr, "llmem-sweep: %s", err.file);
-        if (err.line > 0)
-            fprintf(stderr, ":%d:%d", err.line, err.column);
-        if (err.key[0])
-            fprintf(stderr, ": %s", err.key);
-        fprintf(stderr, ": %s\n", err.msg);
-        return EXIT_BAD_INPUT;
-    }
-    return 0;
+    if (!exists(name))
+        return input_error_set(e, EXIT_USAGE, NULL, 0, NULL, "unknown model '%s': not in "
+                               "%s/models.csv and no such file (see `llmem-sweep models`)",
+                               name, cat->dir);
+    return hf_config_load(name, m, e);
 }

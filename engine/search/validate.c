@@ -126,7 +126,10 @@ static int predict_row(const struct csv_table *t, size_t r, const struct validat
     out->key = band_key_of(&c);
     if (!skip && out->measured_gib <= 0 && (strcmp(out->metric, "none") != 0 || out->measured_tps <= 0))
         skip = "no measured value";
-    if (!skip && measured_row_model(t->path, out->model, vo->cat, &m) != 0)
+    int found = skip ? 0 : measured_row_model(t->path, out->model, vo->cat, &m, e);
+    if (found < 0)
+        return -1; /* a config.json beside the CSV that does not read: exit 3 */
+    if (found > 0)
         skip = "model not in the catalog and no config.json beside the CSV";
     if (!skip && plan_init(&p, &m) != 0)
         skip = "out of memory";
@@ -141,8 +144,9 @@ static int predict_row(const struct csv_table *t, size_t r, const struct validat
                              out, why, sizeof why);
         plan_free(&p);
     }
-    if (skip) {
-        snprintf(out->status, sizeof out->status, "skipped: %.140s", skip);
+    if (skip) { /* a reason may quote a cell */
+        char shown[141];
+        snprintf(out->status, sizeof out->status, "skipped: %s", text_printable(skip, shown, sizeof shown));
         return 0;
     }
     out->error_pct = 100.0 * (out->predicted_gib - out->measured_gib) / out->measured_gib;
@@ -157,19 +161,20 @@ static void row_identity(const struct csv_table *t, size_t r, struct validate_ro
     out->rule_band.level = -1;
     out->file = t->path;
     out->line = t->lines[r];
-    snprintf(out->id, sizeof out->id, "%s", measured_cell(t, r, "id"));
-    snprintf(out->model, sizeof out->model, "%s", measured_cell(t, r, "model"));
-    snprintf(out->metric, sizeof out->metric, "%s", measured_cell(t, r, "metric"));
-    snprintf(out->grade, sizeof out->grade, "%s", measured_cell(t, r, "grade"));
+    /* the rows are printed to a terminal: control characters of the cells as \xNN */
+    text_printable(measured_cell(t, r, "id"), out->id, sizeof out->id);
+    text_printable(measured_cell(t, r, "model"), out->model, sizeof out->model);
+    text_printable(measured_cell(t, r, "metric"), out->metric, sizeof out->metric);
+    text_printable(measured_cell(t, r, "grade"), out->grade, sizeof out->grade);
     /* group rows by the id's prefix (LGCH-01 -> LGCH) when ids exist, else by source */
     const char *dash = strrchr(out->id, '-');
     if (out->id[0] && dash)
         snprintf(out->source, sizeof out->source, "%.*s", (int)(dash - out->id), out->id);
     else
-        snprintf(out->source, sizeof out->source, "%s", measured_cell(t, r, "source"));
+        text_printable(measured_cell(t, r, "source"), out->source, sizeof out->source);
     const char *group = measured_cell(t, r, "group");
     if (*group)
-        snprintf(out->group, sizeof out->group, "%s", group);
+        text_printable(group, out->group, sizeof out->group);
     else
         snprintf(out->group, sizeof out->group, "%.60s|%.60s|%.30s", out->source, out->model,
                  measured_cell(t, r, "gpu"));
@@ -187,7 +192,10 @@ long validate_file(const char *path, const struct validate_opts *vo, struct vali
     }
     size_t n = 0;
     int rc = 0;
-    for (size_t r = 0; !rc && r < t.nrows && n < max; r++) {
+    if (t.nrows > max) /* never dropped silently */
+        rc = input_error_set(e, EXIT_BAD_INPUT, path, t.lines[max], NULL, "more than %d measured "
+                             "rows in all: validate fewer files at once", VALIDATE_ROW_MAX);
+    for (size_t r = 0; !rc && r < t.nrows; r++) {
         struct validate_row *out = &rows[n];
         row_identity(&t, r, out);
         out->file = path;

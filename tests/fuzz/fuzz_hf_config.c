@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct model_spec m;
-    struct hf_error err;
+    struct input_error err;
     hf_config_parse((const char *)data, size, "fuzz.json", &m, &err);
     return 0;
 }
