@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "csv_table.h"
+#include "numfmt.h"
 
 const char *const report_csv_columns[] = {
     "rank", "model", "method", "gpus", "tp", "dp", "micro_batch", "global_batch", "seq_len",
@@ -55,20 +56,26 @@ static int write_row(FILE *f, const struct report_meta *m, const struct report_r
     rc |= fprintf(f, "%s,%s,%d,", precision_name(c->precision), finetune_name(c->finetune),
                   c->lora_r) < 0;
     rc |= field(f, targets, false);
-    rc |= fprintf(f, "%s,%s,%s,%.3f,%.3f,%.3f,", quant_name(c->quant), ckpt_mode_name(c),
-                  optimizer_name(c->optimizer), r->peak_gib, r->budget_gib, r->headroom_gib) < 0;
+    rc |= fprintf(f, "%s,%s,%s,", quant_name(c->quant), ckpt_mode_name(c),
+                  optimizer_name(c->optimizer)) < 0;
+    rc |= numfmt_put(f, r->peak_gib, 3, ',') | numfmt_put(f, r->budget_gib, 3, ',') |
+          numfmt_put(f, r->headroom_gib, 3, ',');
     rc |= field(f, r->peak_phase, false);
     for (int t = 0; t < TERM_COUNT; t++)
-        rc |= fprintf(f, "%.3f,", r->term_gib[t]) < 0;
+        rc |= numfmt_put(f, r->term_gib[t], 3, ',');
     rc |= field(f, r->rule, false);
-    rc |= fprintf(f, "%.6f,%.3f,%.1f,%d,%" PRIu64 ",%.17g,%" PRIu64 ",%.3f,%.3f,%.3f,%d,%d,",
-                  r->step_time_s, r->samples_per_s, r->tokens_per_s, r->fits ? 1 : 0, r->index,
-                  r->score, r->peak_bytes, r->allocated_gib, r->reserved_gib, r->peak_hi_gib,
-                  r->speed_tie ? 1 : 0, train_ep(c)) < 0;
-    rc |= fprintf(f, "%d,%d,%s,%.3f,", train_pp(c), train_microbatches(c), offload_name(c->offload),
-                  r->host_gib) < 0;
-    rc |= fprintf(f, "%s,%s,%.1f,%d,", r->recipe_id, r->config_id, r->tokens_per_s_gpu,
-                  (int)r->recipe_min_gpus) < 0;
+    rc |= numfmt_put(f, r->step_time_s, 6, ',') | numfmt_put(f, r->samples_per_s, 3, ',') |
+          numfmt_put(f, r->tokens_per_s, 1, ',');
+    rc |= fprintf(f, "%d,%" PRIu64 ",%.17g,%" PRIu64 ",", r->fits ? 1 : 0, r->index, r->score,
+                  r->peak_bytes) < 0;
+    rc |= numfmt_put(f, r->allocated_gib, 3, ',') | numfmt_put(f, r->reserved_gib, 3, ',') |
+          numfmt_put(f, r->peak_hi_gib, 3, ',');
+    rc |= fprintf(f, "%d,%d,", r->speed_tie ? 1 : 0, train_ep(c)) < 0;
+    rc |= fprintf(f, "%d,%d,%s,", train_pp(c), train_microbatches(c), offload_name(c->offload)) < 0;
+    rc |= numfmt_put(f, r->host_gib, 3, ',');
+    rc |= fprintf(f, "%s,%s,", r->recipe_id, r->config_id) < 0;
+    rc |= numfmt_put(f, r->tokens_per_s_gpu, 1, ',');
+    rc |= fprintf(f, "%d,", (int)r->recipe_min_gpus) < 0;
     rc |= field(f, m->gpu, false);
     rc |= field(f, m->stack, true);
     return rc ? -1 : 0;

@@ -4,11 +4,13 @@
 #include "report.h"
 
 #include <jansson.h>
-#include <math.h>
 
-static json_t *rounded(double v, double scale)
+#include "numfmt.h"
+
+/* The number the CSV prints for v with this many decimals (numfmt.h). */
+static json_t *rounded(double v, int decimals)
 {
-    return json_real(round(v * scale) / scale);
+    return json_real(numfmt_value(v, decimals));
 }
 
 static json_t *row_json(const struct report_row *r)
@@ -33,27 +35,27 @@ static json_t *row_json(const struct report_row *r)
     json_object_set_new(o, "quant", json_string(quant_name(c->quant)));
     json_object_set_new(o, "grad_ckpt", json_string(c->grad_ckpt ? "on" : "off"));
     json_object_set_new(o, "optimizer", json_string(optimizer_name(c->optimizer)));
-    json_object_set_new(o, "peak_gib", rounded(r->peak_gib, 1e3));
-    json_object_set_new(o, "budget_gib", rounded(r->budget_gib, 1e3));
-    json_object_set_new(o, "headroom_gib", rounded(r->headroom_gib, 1e3));
+    json_object_set_new(o, "peak_gib", rounded(r->peak_gib, 3));
+    json_object_set_new(o, "budget_gib", rounded(r->budget_gib, 3));
+    json_object_set_new(o, "headroom_gib", rounded(r->headroom_gib, 3));
     json_object_set_new(o, "peak_phase", json_string(r->peak_phase));
     static const char *const terms[TERM_COUNT] = {
         "base_gib", "params_gib", "grads_gib", "optimizer_gib", "activations_gib", "logits_gib",
         "comm_buffers_gib",
     };
     for (int t = 0; t < TERM_COUNT; t++)
-        json_object_set_new(o, terms[t], rounded(r->term_gib[t], 1e3));
+        json_object_set_new(o, terms[t], rounded(r->term_gib[t], 3));
     json_object_set_new(o, "rule", json_string(r->rule));
-    json_object_set_new(o, "step_time_s", rounded(r->step_time_s, 1e6));
-    json_object_set_new(o, "samples_per_s", rounded(r->samples_per_s, 1e3));
-    json_object_set_new(o, "tokens_per_s", rounded(r->tokens_per_s, 1e1));
+    json_object_set_new(o, "step_time_s", rounded(r->step_time_s, 6));
+    json_object_set_new(o, "samples_per_s", rounded(r->samples_per_s, 3));
+    json_object_set_new(o, "tokens_per_s", rounded(r->tokens_per_s, 1));
     json_object_set_new(o, "fits", json_integer(r->fits ? 1 : 0));
     json_object_set_new(o, "index", json_integer((json_int_t)r->index));
     json_object_set_new(o, "score", json_real(r->score));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
-    json_object_set_new(o, "allocated_gib", rounded(r->allocated_gib, 1e3));
-    json_object_set_new(o, "reserved_gib", rounded(r->reserved_gib, 1e3));
-    json_object_set_new(o, "peak_hi_gib", rounded(r->peak_hi_gib, 1e3));
+    json_object_set_new(o, "allocated_gib", rounded(r->allocated_gib, 3));
+    json_object_set_new(o, "reserved_gib", rounded(r->reserved_gib, 3));
+    json_object_set_new(o, "peak_hi_gib", rounded(r->peak_hi_gib, 3));
     json_object_set_new(o, "speed_within_error", json_integer(r->speed_tie ? 1 : 0));
     json_object_set_new(o, "ep", json_integer(train_ep(c)));
     json_object_set_new(o, "pp", json_integer(train_pp(c)));
@@ -164,7 +166,7 @@ static json_t *meta_json(const struct report_meta *m)
     json_t *o = json_object();
     json_object_set_new(o, "version", json_string(m->version ? m->version : ""));
     json_object_set_new(o, "gpu", json_string(m->gpu));
-    json_object_set_new(o, "budget_gib", rounded(m->budget_gib, 1e3));
+    json_object_set_new(o, "budget_gib", rounded(m->budget_gib, 3));
     json_object_set_new(o, "stack", json_string(m->stack));
     json_object_set_new(o, "rank", json_string(m->rank_mode));
     json_object_set_new(o, "paper", json_boolean(m->paper));

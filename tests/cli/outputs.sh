@@ -62,4 +62,16 @@ if [ -w /dev/full ]; then
     expect_err "stdout: write failed"
   done
 fi
+# one number formatter (reports/numfmt.h): every fixed-decimal field of the JSON is the CSV's
+"$BIN" "${M[@]}" --out "$TMP/n.csv" --out "$TMP/n.json"
+python3 - "$TMP/n.csv" "$TMP/n.json" <<'PY' || fail "CSV and JSON round differently"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+js = json.load(open(sys.argv[2]))["rows"]
+assert len(rows) == len(js) > 0
+for c, j in zip(rows, js):
+    for k, v in c.items():
+        if k.endswith(("_gib", "_s")) and "." in v:
+            assert float(v) == j[k], (k, v, j[k])
+PY
 finish
