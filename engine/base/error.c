@@ -41,6 +41,21 @@ char *text_printable(const char *in, char *out, size_t n)
     return out;
 }
 
+int usage_error(const char *cmd, const char *fmt, ...)
+{
+    char msg[1024], shown[4 * sizeof msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    text_printable(msg, shown, sizeof shown); /* the message may quote an argument */
+    if (cmd)
+        fprintf(stderr, "llmem-sweep: %s: %s (see llmem-sweep %s --help)\n", cmd, shown, cmd);
+    else
+        fprintf(stderr, "llmem-sweep: %s (see --help)\n", shown);
+    return EXIT_USAGE;
+}
+
 void input_error_print(const struct input_error *e)
 {
     char file[4 * sizeof e->file], field[4 * sizeof e->field], msg[4 * sizeof e->msg];

@@ -27,6 +27,10 @@ int input_error_set(struct input_error *e, int code, const char *file, long line
                     const char *field, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
+/* The one usage error: prints `llmem-sweep: [cmd: ]message (see llmem-sweep [cmd ]--help)`
+ * to stderr and returns EXIT_USAGE. cmd is the subcommand, or NULL for the sweep. */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Prints `llmem-sweep: file:line: field: msg` to stderr, through text_printable. */
 void input_error_print(const struct input_error *e);
 

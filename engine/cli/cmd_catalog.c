@@ -17,8 +17,7 @@ static int load(int argc, char **argv, struct catalog *c)
             printf("usage: llmem-sweep %s [--catalog DIR]\n", argv[0]);
             return -1;
         } else {
-            fprintf(stderr, "llmem-sweep: %s: unknown option '%s'\n", argv[0], argv[i]);
-            return EXIT_USAGE;
+            return usage_error(argv[0], "unknown option '%s'", argv[i]);
         }
     }
     struct input_error e;

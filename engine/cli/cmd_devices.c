@@ -44,20 +44,6 @@ static int is_help(const char *arg)
     return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
 }
 
-static int usage_error(const char *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Prints `llmem-sweep: <cmd>: <message>` and a hint, both on stderr; returns EXIT_USAGE. */
-static int usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "llmem-sweep: %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'llmem-sweep %s --help'.\n", cmd);
-    return EXIT_USAGE;
-}
 
 /* ---- devices ---------------------------------------------------------------------------- */
 

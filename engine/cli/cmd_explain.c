@@ -19,8 +19,7 @@ static int single_config(const struct options *o, struct train_config *c)
         o->ep.n > 1 || o->pp.n > 1 ||
         o->nprecisions > 1 || o->nfinetunes > 1 || o->nquants > 1 || o->noptimizers > 1 ||
         o->nckpts > 1 || o->ntargets > 1 || o->lora_r.n > 1) {
-        fputs("llmem-sweep: explain takes one value per option (lists are for the sweep)\n", stderr);
-        return EXIT_USAGE;
+        return usage_error("explain", "one value per option (lists are for the sweep)");
     }
     memset(c, 0, sizeof *c);
     c->method = o->nmethods ? (enum method)o->methods[0] : METHOD_SINGLE;
@@ -287,14 +286,12 @@ int cmd_explain(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     if (o.nmodels != 1) {
-        fputs("llmem-sweep: explain needs exactly one --model\n", stderr);
-        return EXIT_USAGE;
+        return usage_error("explain", "needs exactly one --model");
     }
     if ((rc = single_config(&o, &c)))
         return rc;
     if (o.format != FORMAT_AUTO && o.format != FORMAT_TEXT && o.format != FORMAT_JSON) {
-        fputs("llmem-sweep: explain --format is text or json\n", stderr);
-        return EXIT_USAGE;
+        return usage_error("explain", "--format is text or json");
     }
     static struct job j;
     if ((rc = job_init(&j, &o))) {

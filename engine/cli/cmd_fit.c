@@ -63,23 +63,11 @@ static void usage(FILE *f)
           f);
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("llmem-sweep: fit: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs(" (see llmem-sweep fit --help)\n", stderr);
-    va_end(ap);
-    return EXIT_USAGE;
-}
 
 static int push_arg(const char **v, size_t *n, const char *s, const char *opt)
 {
     if (*n == MAX_ARGS)
-        return usage_error("too many %s options", opt);
+        return usage_error("fit", "too many %s options", opt);
     v[(*n)++] = s;
     return 0;
 }
@@ -102,14 +90,14 @@ static int take(struct fit_args *a, const char *opt, const char *val)
     if (!strcmp(opt, "--with-model")) {
         a->with_model = !strcmp(val, "yes") ? 1 : !strcmp(val, "no") ? 0
                         : !strcmp(val, "add") ? RULES_ADD : -1;
-        return a->with_model < 0 ? usage_error("--with-model takes yes, no or add, not '%s'", val)
+        return a->with_model < 0 ? usage_error("fit", "--with-model takes yes, no or add, not '%s'", val)
                                  : 0;
     }
     const char **slot = !strcmp(opt, "--out") ? &a->out : !strcmp(opt, "--set") ? &a->set
                         : !strcmp(opt, "--metric") ? &a->metric : !strcmp(opt, "--data") ? &a->data
                         : NULL;
     if (!slot)
-        return usage_error("unknown option '%s'", opt);
+        return usage_error("fit", "unknown option '%s'", opt);
     *slot = val;
     return 0;
 }
@@ -130,12 +118,12 @@ static int parse_args(int argc, char **argv, struct fit_args *a)
             continue;
         }
         if (strncmp(arg, "--", 2) != 0)
-            return usage_error("unexpected argument '%s'", arg);
+            return usage_error("fit", "unexpected argument '%s'", arg);
         char opt[32];
         const char *eq = strchr(arg, '='), *val;
         size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
         if (len >= sizeof opt)
-            return usage_error("unknown option '%s'", arg);
+            return usage_error("fit", "unknown option '%s'", arg);
         memcpy(opt, arg, len);
         opt[len] = '\0';
         if (eq)
@@ -143,15 +131,15 @@ static int parse_args(int argc, char **argv, struct fit_args *a)
         else if (i + 1 < argc)
             val = argv[++i];
         else
-            return usage_error("%s needs a value", arg);
+            return usage_error("fit", "%s needs a value", arg);
         int rc = take(a, opt, val);
         if (rc)
             return rc;
     }
     if (!a->nmeasured || !a->out)
-        return usage_error("%s", "--measured and --out are required");
+        return usage_error("fit", "%s", "--measured and --out are required");
     if (a->metric && rules_metric_parse(a->metric) < 0)
-        return usage_error("--metric takes allocated, reserved or device, not '%s'", a->metric);
+        return usage_error("fit", "--metric takes allocated, reserved or device, not '%s'", a->metric);
     return 0;
 }
 
@@ -165,30 +153,30 @@ static size_t parse_features(const char *list, int *feat, size_t max)
     for (const char *s = list; *s;) {
         size_t len = strcspn(s, ",");
         if (len == 0 || len >= sizeof name) {
-            usage_error("bad feature list '%s'", list);
+            usage_error("fit", "bad feature list '%s'", list);
             return 0;
         }
         memcpy(name, s, len);
         name[len] = '\0';
         int f = rules_feature_parse(name);
         if (f < 0) {
-            usage_error("unknown feature '%s' (rules/README.md lists them)", name);
+            usage_error("fit", "unknown feature '%s' (rules/README.md lists them)", name);
             return 0;
         }
         for (size_t j = 0; j < k; j++)
             if (feat[j] == f) {
-                usage_error("feature '%s' is listed twice", name);
+                usage_error("fit", "feature '%s' is listed twice", name);
                 return 0;
             }
         if (k == max) {
-            usage_error("too many features in '%s'", list);
+            usage_error("fit", "too many features in '%s'", list);
             return 0;
         }
         feat[k++] = f;
         s += len + (s[len] == ',');
     }
     if (k == 0)
-        usage_error("empty feature list '%s'", list);
+        usage_error("fit", "empty feature list '%s'", list);
     return k;
 }
 
@@ -232,7 +220,7 @@ static struct rule_book *selection_book(const struct fit_args *a)
         const char *eq = strchr(a->match[i], '=');
         size_t len = eq ? (size_t)(eq - a->match[i]) : 0;
         if (!eq || len == 0 || len >= sizeof key) {
-            usage_error("--match takes KEY=VALUE, not '%s'", a->match[i]);
+            usage_error("fit", "--match takes KEY=VALUE, not '%s'", a->match[i]);
             rules_free(rb);
             return NULL;
         }

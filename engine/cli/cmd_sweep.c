@@ -205,26 +205,22 @@ static int parse_merge_args(int argc, char **argv, struct options *o, const char
             o->format = !strcmp(f, "csv") ? FORMAT_CSV : !strcmp(f, "json") ? FORMAT_JSON
                       : !strcmp(f, "html") ? FORMAT_HTML : !strcmp(f, "table") ? FORMAT_TABLE : FORMAT_AUTO;
             if (o->format == FORMAT_AUTO) {
-                fprintf(stderr, "llmem-sweep: merge: unknown format '%s'\n", f);
-                return EXIT_USAGE;
+                return usage_error("merge", "unknown format '%s'", f);
             }
         } else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
             char *end;
             o->top = strtol(argv[++i], &end, 10);
             if (*end || o->top < 0) {
-                fprintf(stderr, "llmem-sweep: merge: invalid --top '%s'\n", argv[i]);
-                return EXIT_USAGE;
+                return usage_error("merge", "invalid --top '%s'", argv[i]);
             }
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "llmem-sweep: merge: unknown option '%s'\n", argv[i]);
-            return EXIT_USAGE;
+            return usage_error("merge", "unknown option '%s'", argv[i]);
         } else {
             shards[(*nshards)++] = argv[i];
         }
     }
     if (!*nshards) {
-        fputs("llmem-sweep: merge: no shard CSV given (see --help)\n", stderr);
-        return EXIT_USAGE;
+        return usage_error("merge", "no shard CSV given");
     }
     return 0;
 }

@@ -52,8 +52,7 @@ static int parse_args(int argc, char **argv, struct vargs *a)
             continue;
         }
         if (!v) {
-            fprintf(stderr, "llmem-sweep: validate: %s needs a value\n", argv[i]);
-            return EXIT_USAGE;
+            return usage_error("validate", "%s needs a value", argv[i]);
         }
         i++;
         if (!strcmp(argv[i - 1], "--measured"))
@@ -70,17 +69,14 @@ static int parse_args(int argc, char **argv, struct vargs *a)
             char *end;
             a->fail_above = strtod(v, &end);
             if (end == v || *end || !isfinite(a->fail_above) || a->fail_above < 0) {
-                fprintf(stderr, "llmem-sweep: validate: invalid --fail-above '%s'\n", v);
-                return EXIT_USAGE;
+                return usage_error("validate", "invalid --fail-above '%s'", v);
             }
         } else {
-            fprintf(stderr, "llmem-sweep: validate: unknown option '%s'\n", argv[i - 1]);
-            return EXIT_USAGE;
+            return usage_error("validate", "unknown option '%s'", argv[i - 1]);
         }
     }
     if (!a->nmeasured) {
-        fputs("llmem-sweep: validate: no --measured file given (see --help)\n", stderr);
-        return EXIT_USAGE;
+        return usage_error("validate", "no --measured file given");
     }
     return 0;
 }
@@ -359,7 +355,10 @@ int cmd_validate(int argc, char **argv)
         if (a.out)
             rc = write_csv(a.out, rows, n);
         if (!rc && a.write_band)
-            rc = validate_band_write(rows, n, a.write_band);
+            if (validate_band_write(rows, n, a.write_band, &e) != 0) {
+                input_error_print(&e);
+                rc = e.code;
+            }
     }
     if (!rc && a.fail_above >= 0) {
         struct stats s = summarize(rows, n, NULL, NULL);

@@ -11,18 +11,6 @@
 #include "error.h"
 #include "units.h"
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("llmem-sweep: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs(" (see --help)\n", stderr);
-    return EXIT_USAGE;
-}
 
 static int parse_i32(const char *s, int32_t lo, int32_t hi, int32_t *out)
 {
@@ -178,7 +166,7 @@ static int apply_value(struct options *o, const char *name, const char *v)
         o->gpu = v;
     else if (!strcmp(name, "--model")) {
         if (o->nmodels == OPT_MODELS_MAX)
-            return usage_error("too many --model options");
+            return usage_error(NULL, "too many --model options");
         o->models[o->nmodels++] = v;
     } else if (!strcmp(name, "--methods") || !strcmp(name, "--method"))
         rc = parse_names(v, method_parse, o->methods, METHOD_COUNT, &o->nmethods);
@@ -272,11 +260,11 @@ static int apply_value(struct options *o, const char *name, const char *v)
         rc = parse_format(v, &o->format);
     else if (!strcmp(name, "--out")) {
         if (o->nouts == OPT_OUTS_MAX)
-            return usage_error("at most 4 --out files");
+            return usage_error(NULL, "at most 4 --out files");
         o->outs[o->nouts++] = v;
     } else
         return 1;
-    return rc ? usage_error("invalid value '%s' for %s", v, name) : 0;
+    return rc ? usage_error(NULL, "invalid value '%s' for %s", v, name) : 0;
 }
 
 static int apply_flag(struct options *o, const char *name)
@@ -314,25 +302,25 @@ int options_parse(int argc, char **argv, int first, enum options_mode mode, stru
             return -1;
         }
         if (strncmp(arg, "--", 2) != 0)
-            return usage_error("unexpected argument '%s'", arg);
+            return usage_error(NULL, "unexpected argument '%s'", arg);
         size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
         if (len >= sizeof name)
-            return usage_error("unknown option '%s'", arg);
+            return usage_error(NULL, "unknown option '%s'", arg);
         memcpy(name, arg, len);
         name[len] = '\0';
         if (!eq && apply_flag(o, name) == 0)
             continue;
         val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
         if (!val)
-            return usage_error("option %s needs a value", name);
+            return usage_error(NULL, "option %s needs a value", name);
         int rc = apply_value(o, name, val);
         if (rc == 1)
-            return usage_error("unknown option '%s'", name);
+            return usage_error(NULL, "unknown option '%s'", name);
         if (rc)
             return rc;
     }
     if ((o->shard_n > 0) + (mode == OPTIONS_EXPLAIN) > 1)
-        return usage_error("explain takes no --shard");
+        return usage_error(NULL, "explain takes no --shard");
     return 0;
 }
 

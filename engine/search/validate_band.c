@@ -101,29 +101,23 @@ void validate_band_print(const struct validate_row *rows, size_t n)
     free(w);
 }
 
-int validate_band_write(const struct validate_row *rows, size_t n, const char *path)
+int validate_band_write(const struct validate_row *rows, size_t n, const char *path,
+                        struct input_error *e)
 {
     struct band_sample *s = malloc((n ? n : 1) * sizeof *s);
     struct band_table t = {0};
-    if (!s || band_table_build(s, samples_of(rows, n, s), &t) != 0) {
-        free(s);
-        fputs("llmem-sweep: out of memory\n", stderr);
-        return EXIT_IO;
-    }
-    struct outfile out;
-    struct input_error e;
     int rc = 0;
-    if (outfile_open(&out, path, &e) != 0) {
-        rc = EXIT_IO;
+    struct outfile out;
+    if (!s || band_table_build(s, samples_of(rows, n, s), &t) != 0) {
+        rc = input_error_set(e, EXIT_IO, path, 0, NULL, "out of memory");
+    } else if (outfile_open(&out, path, e) != 0) {
+        rc = -1;
     } else if (band_table_write(&t, out.f) != 0) {
         outfile_abort(&out);
-        input_error_set(&e, EXIT_IO, path, 0, NULL, "write failed");
-        rc = EXIT_IO;
-    } else if (outfile_commit(&out, &e) != 0) {
-        rc = EXIT_IO;
+        rc = input_error_set(e, EXIT_IO, path, 0, NULL, "write failed");
+    } else {
+        rc = outfile_commit(&out, e);
     }
-    if (rc)
-        input_error_print(&e);
     band_table_free(&t);
     free(s);
     return rc;

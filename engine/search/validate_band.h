@@ -16,8 +16,9 @@ int validate_band_rows(struct validate_row *rows, size_t n);
  * width (hi - lo, % of the prediction), per source and overall, on stdout. */
 void validate_band_print(const struct validate_row *rows, size_t n);
 
-/* Writes the band table of all "ok" rows to path (temporary file, then rename). Returns 0
- * or EXIT_IO after printing the reason. */
-int validate_band_write(const struct validate_row *rows, size_t n, const char *path);
+/* Writes the band table of all "ok" rows to path, whole or not at all (outfile.h). Returns
+ * 0, or -1 with e filled (EXIT_IO); prints nothing. */
+int validate_band_write(const struct validate_row *rows, size_t n, const char *path,
+                        struct input_error *e);
 
 #endif
