@@ -8,6 +8,7 @@
 #include "band.h"
 #include "csv_table.h"
 #include "catalog.h"
+#include "grow.h"
 #include "measured.h"
 #include "memmodel.h"
 #include "nnls.h"
@@ -151,14 +152,10 @@ static int read_row(struct fit_data *d, const struct csv_table *t, size_t r,
 
 static int push_row(struct fit_data *d, const struct fit_row *row)
 {
-    if (d->nrows == d->caprows) {
-        size_t cap = d->caprows ? 2 * d->caprows : 64;
-        struct fit_row *p = realloc(d->rows, cap * sizeof *p);
-        if (!p)
-            return -1;
-        d->rows = p;
-        d->caprows = cap;
-    }
+    struct fit_row *p = grow_array(d->rows, &d->caprows, d->nrows, sizeof *p, 64);
+    if (!p)
+        return -1;
+    d->rows = p;
     d->rows[d->nrows++] = *row;
     return 0;
 }

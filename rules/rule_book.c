@@ -14,6 +14,8 @@
 #include <string.h>
 #include <math.h>
 
+#include "grow.h"
+
 /* --- metrics ------------------------------------------------------------------------ */
 
 static const char *const metric_names[RULES_METRIC_COUNT] = {"allocated", "reserved", "device"};
@@ -46,17 +48,13 @@ static const struct {
 
 static const char *const range_names[R_COUNT] = {"micro_batch", "seq_len", "lora_r", "gpus"};
 
-/* Grows *p (of *cap elements of size sz) to hold n + 1; returns 0 or -1. */
+/* Grows *p (of *cap elements of size sz) to hold n + 1 (grow.h); returns 0 or -1. */
 int rule_grow(void **p, size_t *cap, size_t n, size_t sz)
 {
-    if (n < *cap)
-        return 0;
-    size_t c = *cap ? 2 * *cap : 8;
-    void *q = realloc(*p, c * sz);
+    void *q = grow_array(*p, cap, n, sz, 8);
     if (!q)
         return -1;
     *p = q;
-    *cap = c;
     return 0;
 }
 

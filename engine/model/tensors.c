@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 static const char *const role_names[ROLE_COUNT] = {
     "embed", "pos_embed", "proj", "q", "k", "v", "o", "gate", "up", "down", "norm", "lm_head",
     "router",
@@ -32,16 +34,12 @@ static void push(struct builder *b, enum tensor_role role, int32_t layer, int32_
 {
     if (b->failed)
         return;
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 64;
-        struct tensor *t = realloc(b->t, cap * sizeof *t);
-        if (!t) {
-            b->failed = 1;
-            return;
-        }
-        b->t = t;
-        b->cap = cap;
+    struct tensor *t = grow_array(b->t, &b->cap, b->n, sizeof *t, 64);
+    if (!t) {
+        b->failed = 1;
+        return;
     }
+    b->t = t;
     b->t[b->n++] = (struct tensor){role, layer, fuse, bias, rows, cols, b->expert};
 }
 

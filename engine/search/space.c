@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 struct grow {
     struct space_outer *v;
     size_t n, cap;
@@ -19,28 +21,21 @@ static void add(struct grow *g, uint32_t model, const struct train_config *c, bo
 {
     if (g->failed)
         return;
-    if (starts_group && g->ngroups == g->gcap) {
-        size_t cap = g->gcap ? 2 * g->gcap : 1024;
-        size_t *v = realloc(g->group, cap * sizeof *v);
+    if (starts_group) {
+        size_t *v = grow_array(g->group, &g->gcap, g->ngroups, sizeof *v, 1024);
         if (!v) {
             g->failed = 1;
             return;
         }
         g->group = v;
-        g->gcap = cap;
-    }
-    if (starts_group)
         g->group[g->ngroups++] = g->n;
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 1024;
-        struct space_outer *v = realloc(g->v, cap * sizeof *v);
-        if (!v) {
-            g->failed = 1;
-            return;
-        }
-        g->v = v;
-        g->cap = cap;
     }
+    struct space_outer *v = grow_array(g->v, &g->cap, g->n, sizeof *v, 1024);
+    if (!v) {
+        g->failed = 1;
+        return;
+    }
+    g->v = v;
     g->v[g->n++] = (struct space_outer){.model = model, .cfg = *c};
 }
 

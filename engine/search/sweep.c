@@ -11,6 +11,7 @@
 #include <omp.h>
 #endif
 
+
 int sweep_hit_cmp(const void *a, const void *b)
 {
     const struct sweep_hit *x = a, *y = b;
