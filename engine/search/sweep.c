@@ -11,7 +11,6 @@
 #include <omp.h>
 #endif
 
-
 int sweep_hit_cmp(const void *a, const void *b)
 {
     const struct sweep_hit *x = a, *y = b;
