@@ -9,11 +9,16 @@ MEASURED="$PROJECT/datasets/measured/public.csv"
 # a planted <out>.tmp symbolic link is never followed, by any writer
 echo secret > "$TMP/victim"
 for out in v.csv band.csv r.csv s.csv; do ln -s "$TMP/victim" "$TMP/$out.tmp"; done
+{ head -1 "$PROJECT/datasets/measured/public-2.csv"
+  grep '^Qwen/Qwen-7B-Chat,' "$PROJECT/datasets/measured/public-2.csv" || true; } > "$TMP/qwen7b.csv"
+expect_exit 0 "$BIN" fit --measured "$TMP/qwen7b.csv" --match stack=hf-4.31 --with-model add \
+  --set mine --out "$TMP/r.csv"
 expect_exit 0 "$BIN" validate --measured "$MEASURED" --out "$TMP/v.csv"
 expect_exit 0 "$BIN" validate --measured "$MEASURED" --write-band "$TMP/band.csv"
 expect_exit 0 "$BIN" "${M[@]}" --out "$TMP/s.csv"
 [ "$(cat "$TMP/victim")" = secret ] || fail "a writer followed a planted <out>.tmp link"
 head -1 "$TMP/v.csv" | grep -q '^file,line,' || fail "validate --out wrote no CSV"
+head -1 "$TMP/r.csv" | grep -q '^set,candidate,' || fail "fit --out wrote no rules"
 ls "$TMP" | grep -q '\.tmp\.' && fail "a temporary file was left behind: $(ls "$TMP")"
 
 # a symbolic link is written through: the file it points to changes, the link stays
