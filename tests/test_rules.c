@@ -812,6 +812,7 @@ static void test_hostile_coefficients(void **state)
     /* the floor 1.5 MB, + (device - allocated) 2 MB */
     assert_int_equal(peak, 3500000);
     rules_free(rb);
+    plan_free(&gemma);
 }
 
 int main(void)
