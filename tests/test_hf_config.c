@@ -769,6 +769,8 @@ static void test_deepseek_v2(void **state)
                              "\"intermediate_size\": 128, \"vocab_size\": 100}";
     assert_int_equal(hf_config_parse(no_experts, strlen(no_experts), "d.json", &m, &err), -1);
     assert_string_equal(err.field, "n_routed_experts");
+}
+
 /* An error about a key's value names the line of its `"key":`; a missing key has none. */
 static void test_key_lines(void **state)
 {
