@@ -61,10 +61,10 @@ static json_t *row_json(const struct report_row *r)
     json_object_set_new(o, "pp", json_integer(train_pp(c)));
     json_object_set_new(o, "pp_microbatches", json_integer(train_microbatches(c)));
     json_object_set_new(o, "offload", json_string(offload_name(c->offload)));
-    json_object_set_new(o, "host_gib", rounded(r->host_gib, 1e3));
+    json_object_set_new(o, "host_gib", rounded(r->host_gib, 3));
     json_object_set_new(o, "recipe_id", json_string(r->recipe_id));
     json_object_set_new(o, "config_id", json_string(r->config_id));
-    json_object_set_new(o, "tokens_per_s_gpu", rounded(r->tokens_per_s_gpu, 1e1));
+    json_object_set_new(o, "tokens_per_s_gpu", rounded(r->tokens_per_s_gpu, 1));
     json_object_set_new(o, "recipe_min_gpus", json_integer(r->recipe_min_gpus));
     return o;
 }
@@ -108,11 +108,11 @@ static json_t *layout_json(const struct answer_layout *l)
     json_t *o = json_object();
     json_object_set_new(o, "config_id", json_string(l->config_id));
     set_layout(o, c);
-    json_object_set_new(o, "peak_gib", rounded(l->peak_gib, 1e3));
-    json_object_set_new(o, "tokens_per_s", rounded(l->tokens_per_s, 1e1));
-    json_object_set_new(o, "tokens_per_s_gpu", rounded(l->tokens_per_s_gpu, 1e1));
-    json_object_set_new(o, "hours", rounded(l->hours, 1e3));
-    json_object_set_new(o, "gpu_hours", rounded(l->gpu_hours, 1e3));
+    json_object_set_new(o, "peak_gib", rounded(l->peak_gib, 3));
+    json_object_set_new(o, "tokens_per_s", rounded(l->tokens_per_s, 1));
+    json_object_set_new(o, "tokens_per_s_gpu", rounded(l->tokens_per_s_gpu, 1));
+    json_object_set_new(o, "hours", rounded(l->hours, 3));
+    json_object_set_new(o, "gpu_hours", rounded(l->gpu_hours, 3));
     return o;
 }
 
@@ -120,8 +120,8 @@ static json_t *change_json(const struct answer_change *ch)
 {
     json_t *o = json_object();
     json_object_set_new(o, "change", json_string(ch->what));
-    json_object_set_new(o, "peak_gib", rounded(ch->peak_gib, 1e3));
-    json_object_set_new(o, "fit_peak_gib", rounded(ch->fit_peak_gib, 1e3));
+    json_object_set_new(o, "peak_gib", rounded(ch->peak_gib, 3));
+    json_object_set_new(o, "fit_peak_gib", rounded(ch->fit_peak_gib, 3));
     json_object_set_new(o, "config", knobs_json("", &ch->cfg, true));
     json_object_del(json_object_get(o, "config"), "model");
     return o;
@@ -146,9 +146,9 @@ static json_t *recipe_json(const struct report *r, const struct answer_recipe *k
     if (k->has_miss) {
         json_t *m = knobs_json(k->model, &k->miss.cfg, true);
         json_object_del(m, "model");
-        json_object_set_new(m, "peak_gib", rounded(k->miss.peak_gib, 1e3));
+        json_object_set_new(m, "peak_gib", rounded(k->miss.peak_gib, 3));
         json_object_set_new(m, "largest_term", json_string(k->miss.term));
-        json_object_set_new(m, "largest_term_gib", rounded(k->miss.term_gib, 1e3));
+        json_object_set_new(m, "largest_term_gib", rounded(k->miss.term_gib, 3));
         json_object_set_new(m, "peak_phase", json_string(k->miss.phase));
         json_object_set_new(o, "closest", m);
     }
@@ -195,8 +195,8 @@ static json_t *run_meta_json(const struct report *r)
         json_array_append_new(in, json_string(r->models[i].name));
     json_object_set_new(o, "models", in);
     json_object_set_new(o, "gpu", json_string(m->gpu));
-    json_object_set_new(o, "gpu_memory_gib", m->gpu_memory_gib > 0 ? rounded(m->gpu_memory_gib, 1e3) : json_null());
-    json_object_set_new(o, "budget_gib", rounded(m->budget_gib, 1e3));
+    json_object_set_new(o, "gpu_memory_gib", m->gpu_memory_gib > 0 ? rounded(m->gpu_memory_gib, 3) : json_null());
+    json_object_set_new(o, "budget_gib", rounded(m->budget_gib, 3));
     json_object_set_new(o, "stack", json_string(m->stack));
     json_object_set_new(o, "margin", m->margin_pct < 0 ? json_string("auto") : json_real(m->margin_pct));
     json_object_set_new(o, "objective", json_string(objective_name(m->objective)));
