@@ -149,10 +149,10 @@ int cmd_sweep(int argc, char **argv)
     return rc;
 }
 
-/* The shards' rows are disjoint slices of one space: a configuration index met twice means
- * a shard given twice (under two names) or shards of overlapping splits. */
+/* The shards' rows are disjoint slices of one space: a configuration (its config_id) met
+ * twice means a shard given twice (under two names) or shards of overlapping splits. */
 struct shard_row {
-    uint64_t index;
+    const char *id;
     int shard;
     long line; /* in its shard's file */
 };
@@ -160,9 +160,8 @@ struct shard_row {
 static int shard_row_cmp(const void *a, const void *b)
 {
     const struct shard_row *x = a, *y = b;
-    if (x->index != y->index)
-        return x->index < y->index ? -1 : 1;
-    return x->shard - y->shard;
+    int c = strcmp(x->id, y->id);
+    return c ? c : x->shard - y->shard;
 }
 
 static int check_disjoint(const struct report *rep, const size_t *first_row, const char **shards,
@@ -175,14 +174,14 @@ static int check_disjoint(const struct report *rep, const size_t *first_row, con
     }
     for (int s = 0; s < nshards; s++)
         for (size_t i = first_row[s]; i < first_row[s + 1]; i++)
-            v[i] = (struct shard_row){rep->rows[i].index, s, (long)(i - first_row[s]) + 2};
+            v[i] = (struct shard_row){rep->rows[i].config_id, s, (long)(i - first_row[s]) + 2};
     qsort(v, rep->nrows, sizeof *v, shard_row_cmp);
     int rc = 0;
     for (size_t i = 1; i < rep->nrows && !rc; i++)
-        if (v[i].index == v[i - 1].index) {
-            fprintf(stderr, "llmem-sweep: %s:%ld: index: configuration %" PRIu64 " is also in "
-                            "%s:%ld: the same shard twice, or shards of different splits\n",
-                    shards[v[i].shard], v[i].line, v[i].index, shards[v[i - 1].shard], v[i - 1].line);
+        if (!strcmp(v[i].id, v[i - 1].id)) {
+            fprintf(stderr, "llmem-sweep: %s:%ld: config_id: configuration %s is also in %s:%ld: "
+                            "the same shard twice, or shards of different splits\n",
+                    shards[v[i].shard], v[i].line, v[i].id, shards[v[i - 1].shard], v[i - 1].line);
             rc = EXIT_BAD_INPUT;
         }
     free(v);
@@ -252,8 +251,7 @@ int cmd_merge(int argc, char **argv)
         answer_mark_ties(&rep); /* among the rows kept, as a single run marks them */
         rep.meta.tokens = ANSWER_TOKENS_DEFAULT;
         if (answer_summarize(&rep) != 0) {
-            fputs("llmem-sweep: out of memory
-", stderr);
+            fputs("llmem-sweep: out of memory\n", stderr);
             rc = EXIT_IO;
         } else {
             rc = write_outputs(&rep, &o);

@@ -10,7 +10,7 @@ cmp -s "$TMP/m.csv" "$TMP/single.csv" || fail "3 shards + merge differ from one 
 
 # the same shard twice, under its own name or a copy's: exit 3, nothing written
 expect_exit 3 "$BIN" merge "$TMP/s1.csv" "$TMP/s2.csv" "$TMP/s1.csv" --out "$TMP/x.csv"
-expect_err "index: configuration"
+expect_err "config_id: configuration"
 cp "$TMP/s2.csv" "$TMP/copy.csv"
 expect_exit 3 "$BIN" merge "$TMP/s1.csv" "$TMP/s2.csv" "$TMP/copy.csv" --out "$TMP/x.csv"
 expect_err "the same shard twice"
