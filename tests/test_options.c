@@ -103,25 +103,25 @@ static void test_parse_values(void **state)
                         OPTIONS_SWEEP, o, buf, sizeof buf);
     assert_int_equal(rc, 0);
     assert_int_equal(o->budget, UINT64_C(80) * GIB);
-    assert_int_equal(o->nmethods, 2);
-    assert_int_equal(o->methods[0], METHOD_ADP);
-    assert_int_equal(o->methods[1], METHOD_TP);
+    assert_int_equal(o->axes.nmethods, 2);
+    assert_int_equal(o->axes.methods[0], METHOD_ADP);
+    assert_int_equal(o->axes.methods[1], METHOD_TP);
     assert_int_equal(o->shard_k, 2);
     assert_int_equal(o->shard_n, 4);
-    assert_list(&o->gpus, (const int32_t[]){1, 2, 3, 4, 8}, 5);
-    assert_list(&o->batch, (const int32_t[]){1, 4}, 2);
-    assert_list(&o->seq, (const int32_t[]){512, 1024}, 2);
+    assert_list(&o->axes.gpus, (const int32_t[]){1, 2, 3, 4, 8}, 5);
+    assert_list(&o->axes.batch, (const int32_t[]){1, 4}, 2);
+    assert_list(&o->axes.seq, (const int32_t[]){512, 1024}, 2);
     assert_int_equal(o->top, 0);
     assert_int_equal(o->threads, 2);
     assert_string_equal(o->gpu, "A10G-24GB");
     assert_int_equal(o->nmodels, 2);
     assert_string_equal(o->models[0], "a/b");
     assert_string_equal(o->models[1], "c");
-    assert_int_equal(o->nprecisions, 2);
-    assert_int_equal(o->precisions[0], PREC_BF16); /* command-line order */
-    assert_int_equal(o->precisions[1], PREC_FP16);
-    assert_int_equal(o->nckpts, 1);
-    assert_false(o->ckpts[0]);
+    assert_int_equal(o->axes.nprecisions, 2);
+    assert_int_equal(o->axes.precisions[0], PREC_BF16); /* command-line order */
+    assert_int_equal(o->axes.precisions[1], PREC_FP16);
+    assert_int_equal(o->axes.nckpts, 1);
+    assert_false(o->axes.ckpts[0]);
     assert_int_equal(o->nouts, 1);
     assert_string_equal(o->outs[0], "x.csv");
     assert_true(o->no_prune);
@@ -140,7 +140,7 @@ static void test_parse_defaults(void **state)
     assert_int_equal(o->threads, 0);
     assert_int_equal(o->budget, 0);
     assert_int_equal(o->shard_n, 0);
-    assert_int_equal(o->nmethods, 0);
+    assert_int_equal(o->axes.nmethods, 0);
     assert_int_equal(o->format, FORMAT_AUTO);
     assert_null(o->gpu);
     assert_false(o->paper);
@@ -157,8 +157,8 @@ static void test_equals_form(void **state)
                      0);
     assert_int_equal(o->format, FORMAT_JSON);
     assert_int_equal(o->budget, UINT64_C(16384000000));
-    assert_int_equal(o->nmethods, 1);
-    assert_int_equal(o->methods[0], METHOD_SINGLE);
+    assert_int_equal(o->axes.nmethods, 1);
+    assert_int_equal(o->axes.methods[0], METHOD_SINGLE);
     assert_int_equal(parse_line("--format csv", OPTIONS_SWEEP, o, buf, sizeof buf), 0);
     assert_int_equal(o->format, FORMAT_CSV);
     assert_int_equal(parse_line("--format html", OPTIONS_SWEEP, o, buf, sizeof buf), 0);
@@ -215,8 +215,8 @@ static void test_explain_mode(void **state)
     assert_int_equal(parse_line("--model gpt2 --method tp --gpus 2", OPTIONS_EXPLAIN, o, buf,
                                 sizeof buf),
                      0);
-    assert_int_equal(o->nmethods, 1);
-    assert_int_equal(o->methods[0], METHOD_TP);
+    assert_int_equal(o->axes.nmethods, 1);
+    assert_int_equal(o->axes.methods[0], METHOD_TP);
     /* explain evaluates one point: no shards */
     assert_int_equal(parse_line("--model gpt2 --shard 1/2", OPTIONS_EXPLAIN, o, buf, sizeof buf),
                      EXIT_USAGE);
@@ -230,44 +230,44 @@ static void test_default_axes(void **state)
     char buf[160];
     assert_int_equal(parse_line("--gpus 2 --batch 8", OPTIONS_SWEEP, o, buf, sizeof buf), 0);
     options_default_axes(o);
-    assert_int_equal(o->nmethods, METHOD_COUNT);
-    assert_list(&o->gpus, (const int32_t[]){2}, 1);  /* given: kept */
-    assert_list(&o->batch, (const int32_t[]){8}, 1); /* given: kept */
-    assert_true(o->seq.n > 0);
-    assert_true(o->nprecisions > 0);
-    assert_true(o->nfinetunes > 0);
-    assert_true(o->noptimizers > 0);
-    assert_int_equal(o->nckpts, 2);
-    assert_true(o->ntargets > 0);
-    assert_true(o->lora_r.n > 0);
+    assert_int_equal(o->axes.nmethods, METHOD_COUNT);
+    assert_list(&o->axes.gpus, (const int32_t[]){2}, 1);  /* given: kept */
+    assert_list(&o->axes.batch, (const int32_t[]){8}, 1); /* given: kept */
+    assert_true(o->axes.seq.n > 0);
+    assert_true(o->axes.nprecisions > 0);
+    assert_true(o->axes.nfinetunes > 0);
+    assert_true(o->axes.noptimizers > 0);
+    assert_int_equal(o->axes.nckpts, 2);
+    assert_true(o->axes.ntargets > 0);
+    assert_true(o->axes.lora_r.n > 0);
     free(o);
 
     /* --paper: the paper's regime, fp16 mixed precision, full, checkpointing, Adam */
     o = new_options();
     assert_int_equal(parse_line("--paper", OPTIONS_SWEEP, o, buf, sizeof buf), 0);
     options_default_axes(o);
-    assert_int_equal(o->nprecisions, 1);
-    assert_int_equal(o->precisions[0], PREC_FP16);
-    assert_int_equal(o->nfinetunes, 1);
-    assert_int_equal(o->finetunes[0], FT_FULL);
-    assert_int_equal(o->nckpts, 1);
-    assert_true(o->ckpts[0]);
-    assert_int_equal(o->noptimizers, 1);
-    assert_int_equal(o->optimizers[0], OPT_ADAMW);
-    assert_list(&o->gpus, (const int32_t[]){1, 2, 4, 8, 16, 32, 64}, 7);
-    assert_int_equal(o->nmethods, METHOD_ZERO1); /* LLMem's five */
+    assert_int_equal(o->axes.nprecisions, 1);
+    assert_int_equal(o->axes.precisions[0], PREC_FP16);
+    assert_int_equal(o->axes.nfinetunes, 1);
+    assert_int_equal(o->axes.finetunes[0], FT_FULL);
+    assert_int_equal(o->axes.nckpts, 1);
+    assert_true(o->axes.ckpts[0]);
+    assert_int_equal(o->axes.noptimizers, 1);
+    assert_int_equal(o->axes.optimizers[0], OPT_ADAMW);
+    assert_list(&o->axes.gpus, (const int32_t[]){1, 2, 4, 8, 16, 32, 64}, 7);
+    assert_int_equal(o->axes.nmethods, METHOD_ZERO1); /* LLMem's five */
     free(o);
 
     /* the methods beyond LLMem and their options */
     o = new_options();
     assert_int_equal(parse_line("--methods zero1,zero2,pp,offload --pp 2,4 --offload params "
                                 "--pp-microbatches 16", OPTIONS_SWEEP, o, buf, sizeof buf), 0);
-    assert_int_equal(o->nmethods, 4);
-    assert_int_equal(o->methods[0], METHOD_ZERO1);
-    assert_int_equal(o->methods[3], METHOD_OFFLOAD);
-    assert_list(&o->pp, (const int32_t[]){2, 4}, 2);
-    assert_int_equal(o->offload, OFFLOAD_PARAMS);
-    assert_int_equal(o->pp_microbatches, 16);
+    assert_int_equal(o->axes.nmethods, 4);
+    assert_int_equal(o->axes.methods[0], METHOD_ZERO1);
+    assert_int_equal(o->axes.methods[3], METHOD_OFFLOAD);
+    assert_list(&o->axes.pp, (const int32_t[]){2, 4}, 2);
+    assert_int_equal(o->axes.offload, OFFLOAD_PARAMS);
+    assert_int_equal(o->axes.pp_microbatches, 16);
     free(o);
     o = new_options();
     assert_int_equal(parse_line("--offload none", OPTIONS_SWEEP, o, buf, sizeof buf), EXIT_USAGE);

@@ -78,11 +78,7 @@ static void options_from(const char *line, struct options *o, char *buf, size_t 
 static struct space build(const struct options *o, const struct model_plan *const *plans, size_t n)
 {
     struct space s;
-    struct space_axes *a = malloc(sizeof *a);
-    assert_non_null(a);
-    options_space_axes(o, a);
-    assert_int_equal(space_build(a, plans, n, &s), 0);
-    free(a);
+    assert_int_equal(space_build(&o->axes, plans, n, &s), 0);
     return s;
 }
 
@@ -359,11 +355,7 @@ static void test_empty_reason(void **state)
     options_from("--methods tp,pp --gpus 16 --pp 32 " ONE_TUNING, &o, buf, sizeof buf);
     struct space s = build(&o, plans, 1);
     assert_int_equal(s.nouter, 0);
-    struct space_axes *a = malloc(sizeof *a);
-    assert_non_null(a);
-    options_space_axes(&o, a);
-    space_why_empty(a, &f->qwen, why, sizeof why);
-    free(a);
+    space_why_empty(&o.axes, &f->qwen, why, sizeof why);
     assert_string_equal(why, "tp on 16 GPU(s): tp must divide the attention heads and the KV heads "
                              "(Megatron-style TP splits heads; only --stack colossal splits weights "
                              "without regard to heads); pp on 16 GPU(s): pp exceeds the layer count");

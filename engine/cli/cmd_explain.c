@@ -15,41 +15,41 @@
 /* One value per axis, with the explain defaults where the command line is silent. */
 static int single_config(const struct options *o, struct train_config *c)
 {
-    if (o->nmethods > 1 || o->gpus.n > 1 || o->batch.n > 1 || o->seq.n > 1 || o->tp.n > 1 ||
-        o->ep.n > 1 || o->pp.n > 1 ||
-        o->nprecisions > 1 || o->nfinetunes > 1 || o->nquants > 1 || o->noptimizers > 1 ||
-        o->nckpts > 1 || o->ntargets > 1 || o->lora_r.n > 1) {
+    if (o->axes.nmethods > 1 || o->axes.gpus.n > 1 || o->axes.batch.n > 1 || o->axes.seq.n > 1 || o->axes.tp.n > 1 ||
+        o->axes.ep.n > 1 || o->axes.pp.n > 1 ||
+        o->axes.nprecisions > 1 || o->axes.nfinetunes > 1 || o->axes.nquants > 1 || o->axes.noptimizers > 1 ||
+        o->axes.nckpts > 1 || o->axes.ntargets > 1 || o->axes.lora_r.n > 1) {
         return usage_error("explain", "one value per option (lists are for the sweep)");
     }
     memset(c, 0, sizeof *c);
-    c->method = o->nmethods ? (enum method)o->methods[0] : METHOD_SINGLE;
+    c->method = o->axes.nmethods ? (enum method)o->axes.methods[0] : METHOD_SINGLE;
     int multi = c->method != METHOD_SINGLE;
-    c->gpus = o->gpus.n ? o->gpus.v[0] : (c->method == METHOD_DPTP ? 4 : multi ? 2 : 1);
-    if (c->method == METHOD_OFFLOAD && !o->gpus.n)
+    c->gpus = o->axes.gpus.n ? o->axes.gpus.v[0] : (c->method == METHOD_DPTP ? 4 : multi ? 2 : 1);
+    if (c->method == METHOD_OFFLOAD && !o->axes.gpus.n)
         c->gpus = 1; /* ZeRO-Offload runs on one GPU too */
     c->tp = c->method == METHOD_TP ? c->gpus
-          : c->method == METHOD_DPTP ? (o->tp.n ? o->tp.v[0] : 2)
-          : c->method == METHOD_PP && o->tp.n ? o->tp.v[0] : 1;
-    c->pp = c->method == METHOD_PP ? (o->pp.n ? o->pp.v[0] : 2) : 1;
-    c->microbatches = c->method == METHOD_PP ? (o->pp_microbatches ? o->pp_microbatches : 4 * c->pp) : 1;
-    c->offload = c->method == METHOD_OFFLOAD ? o->offload : OFFLOAD_NONE;
+          : c->method == METHOD_DPTP ? (o->axes.tp.n ? o->axes.tp.v[0] : 2)
+          : c->method == METHOD_PP && o->axes.tp.n ? o->axes.tp.v[0] : 1;
+    c->pp = c->method == METHOD_PP ? (o->axes.pp.n ? o->axes.pp.v[0] : 2) : 1;
+    c->microbatches = c->method == METHOD_PP ? (o->axes.pp_microbatches ? o->axes.pp_microbatches : 4 * c->pp) : 1;
+    c->offload = c->method == METHOD_OFFLOAD ? o->axes.offload : OFFLOAD_NONE;
     c->dp = c->gpus % (c->tp * c->pp) == 0 ? c->gpus / c->tp / c->pp : 0;
-    c->ep = o->ep.n ? o->ep.v[0] : 1;
-    c->micro_batch = o->batch.n ? o->batch.v[0] : 1;
-    c->seq_len = o->seq.n ? o->seq.v[0] : 512;
-    c->precision = o->nprecisions ? (enum precision)o->precisions[0] : o->paper ? PREC_FP16 : PREC_BF16;
-    c->finetune = o->nfinetunes ? (enum finetune)o->finetunes[0] : FT_FULL;
-    c->quant = o->nquants ? (enum quant)o->quants[0] : c->finetune == FT_QLORA ? QUANT_NF4 : QUANT_NONE;
+    c->ep = o->axes.ep.n ? o->axes.ep.v[0] : 1;
+    c->micro_batch = o->axes.batch.n ? o->axes.batch.v[0] : 1;
+    c->seq_len = o->axes.seq.n ? o->axes.seq.v[0] : 512;
+    c->precision = o->axes.nprecisions ? (enum precision)o->axes.precisions[0] : o->paper ? PREC_FP16 : PREC_BF16;
+    c->finetune = o->axes.nfinetunes ? (enum finetune)o->axes.finetunes[0] : FT_FULL;
+    c->quant = o->axes.nquants ? (enum quant)o->axes.quants[0] : c->finetune == FT_QLORA ? QUANT_NF4 : QUANT_NONE;
     if (c->finetune != FT_FULL) {
-        c->lora_r = o->lora_r.n ? o->lora_r.v[0] : 16;
-        c->lora_targets = o->ntargets ? o->targets[0] : TARGETS_ALL;
+        c->lora_r = o->axes.lora_r.n ? o->axes.lora_r.v[0] : 16;
+        c->lora_targets = o->axes.ntargets ? o->axes.targets[0] : TARGETS_ALL;
     }
-    train_set_ckpt(c, o->nckpts ? o->ckpts[0] : CKPT_ON);
-    c->optimizer = o->noptimizers ? (enum optimizer)o->optimizers[0] : OPT_ADAMW;
-    c->stack = o->paper ? STACK_COLOSSAL : o->stack;
-    c->data = o->data;
-    c->alloc = o->alloc;
-    c->features = stack_features(c->stack) | (o->eager ? FEAT_EAGER_ATTN : 0);
+    train_set_ckpt(c, o->axes.nckpts ? o->axes.ckpts[0] : CKPT_ON);
+    c->optimizer = o->axes.noptimizers ? (enum optimizer)o->axes.optimizers[0] : OPT_ADAMW;
+    c->stack = o->paper ? STACK_COLOSSAL : o->axes.stack;
+    c->data = o->axes.data;
+    c->alloc = o->axes.alloc;
+    c->features = stack_features(c->stack) | (o->axes.eager ? FEAT_EAGER_ATTN : 0);
     if (o->paper && (c->precision != PREC_FP16 || c->finetune != FT_FULL || !c->grad_ckpt ||
                      c->optimizer != OPT_ADAMW)) {
         fputs("llmem-sweep: --paper covers fp16 mixed precision, full fine-tuning, "

@@ -59,12 +59,8 @@ static void explain_miss(const struct report *r, const struct sweep *s, const st
     fprintf(stderr, "llmem-sweep: no configuration fits %.2f GiB", units_gib(s->budget));
     if (!r->has_closest) {
         char why[1024] = "";
-        struct space_axes *axes = s->space.nouter == 0 && s->nmodels > 0 ? malloc(sizeof *axes) : NULL;
-        if (axes) {
-            options_space_axes(o, axes);
-            space_why_empty(axes, &s->models[0], why, sizeof why);
-            free(axes);
-        }
+        if (s->space.nouter == 0 && s->nmodels > 0)
+            space_why_empty(&o->axes, &s->models[0], why, sizeof why);
         fprintf(stderr, " (the space is empty%s%s%s)\n", *why ? ": " : "", why,
                 *why && s->nmodels > 1 ? ", for the first model" : "");
         return;

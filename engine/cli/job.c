@@ -48,8 +48,8 @@ static int resolve_gpu(struct job *j)
         fprintf(stderr, "llmem-sweep: warning: the budget (%.2f GiB) is above the memory of the "
                         "%s (%.2f GiB)\n", units_gib(j->opt.budget), g->name,
                 units_gib(g->memory_bytes));
-    if (j->opt.gpus_per_node > 0)
-        j->gpu.gpus_per_node = j->opt.gpus_per_node;
+    if (j->opt.axes.gpus_per_node > 0)
+        j->gpu.gpus_per_node = j->opt.axes.gpus_per_node;
     if (!j->opt.budget)
         j->opt.budget = g->memory_bytes;
     return 0;
@@ -77,7 +77,7 @@ static int load_models(struct job *j)
         if (plan_init(&s->models[i], &m) != 0)
             return EXIT_IO;
         s->nmodels = i + 1;
-        if (memmodel_uses_llmem(j->opt.stack, &s->mem))
+        if (memmodel_uses_llmem(j->opt.axes.stack, &s->mem))
             plan_chunk(&s->models[i]);
         s->rule_binding[i] = s->rules ? rules_bind(s->rules, &s->models[i]) : -1;
     }
@@ -107,7 +107,7 @@ int job_init(struct job *j, const struct options *o)
     memset(j, 0, sizeof *j);
     j->opt = *o;
     if (j->opt.paper)
-        j->opt.stack = STACK_COLOSSAL;
+        j->opt.axes.stack = STACK_COLOSSAL;
     const char *dir = o->data_dir ? o->data_dir : catalog_default_dir();
     if (catalog_load(dir, &j->cat, &e) != 0) {
         input_error_print(&e);
@@ -143,14 +143,7 @@ int job_build_space(struct job *j)
         return EXIT_IO;
     for (size_t i = 0; i < j->sweep.nmodels; i++)
         plans[i] = &j->sweep.models[i];
-    struct space_axes *axes = malloc(sizeof *axes);
-    if (!axes) {
-        free(plans);
-        return EXIT_IO;
-    }
-    options_space_axes(&j->opt, axes);
-    int rc = space_build(axes, plans, j->sweep.nmodels, &j->sweep.space);
-    free(axes);
+    int rc = space_build(&j->opt.axes, plans, j->sweep.nmodels, &j->sweep.space);
     free(plans);
     return rc ? EXIT_IO : 0;
 }

@@ -101,14 +101,14 @@ static int targets_list(const char *s, struct options *o)
     if (strlen(s) >= sizeof buf)
         return -1;
     snprintf(buf, sizeof buf, "%s", s);
-    o->ntargets = 0;
+    o->axes.ntargets = 0;
     for (char *p = buf; p;) {
         char *comma = strchr(p, ',');
         if (comma)
             *comma = '\0';
-        if (o->ntargets == 16 || targets_parse(p, &o->targets[o->ntargets]) != 0)
+        if (o->axes.ntargets == 16 || targets_parse(p, &o->axes.targets[o->axes.ntargets]) != 0)
             return -1;
-        o->ntargets++;
+        o->axes.ntargets++;
         p = comma ? comma + 1 : NULL;
     }
     return 0;
@@ -169,48 +169,48 @@ static int apply_value(struct options *o, const char *name, const char *v)
             return usage_error(NULL, "too many --model options");
         o->models[o->nmodels++] = v;
     } else if (!strcmp(name, "--methods") || !strcmp(name, "--method"))
-        rc = parse_names(v, method_parse, o->methods, METHOD_COUNT, &o->nmethods);
+        rc = parse_names(v, method_parse, o->axes.methods, METHOD_COUNT, &o->axes.nmethods);
     else if (!strcmp(name, "--gpus"))
-        rc = options_parse_int_list(v, 1, 4096, &o->gpus);
+        rc = options_parse_int_list(v, 1, 4096, &o->axes.gpus);
     else if (!strcmp(name, "--tp"))
-        rc = options_parse_int_list(v, 1, 4096, &o->tp);
+        rc = options_parse_int_list(v, 1, 4096, &o->axes.tp);
     else if (!strcmp(name, "--ep"))
-        rc = options_parse_int_list(v, 1, 4096, &o->ep);
+        rc = options_parse_int_list(v, 1, 4096, &o->axes.ep);
     else if (!strcmp(name, "--pp"))
-        rc = options_parse_int_list(v, 2, 4096, &o->pp);
+        rc = options_parse_int_list(v, 2, 4096, &o->axes.pp);
     else if (!strcmp(name, "--pp-microbatches")) {
         rc = parse_i32(v, 1, 65536, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
-        o->pp_microbatches = i32;
+        o->axes.pp_microbatches = i32;
     } else if (!strcmp(name, "--offload")) {
         tmp = offload_parse(v);
         rc = tmp <= OFFLOAD_NONE ? -1 : 0;
-        o->offload = tmp <= OFFLOAD_NONE ? o->offload : (enum offload_mode)tmp;
+        o->axes.offload = tmp <= OFFLOAD_NONE ? o->axes.offload : (enum offload_mode)tmp;
     }
     else if (!strcmp(name, "--batch") || !strcmp(name, "--micro-batch"))
-        rc = options_parse_int_list(v, 1, 65536, &o->batch);
+        rc = options_parse_int_list(v, 1, 65536, &o->axes.batch);
     else if (!strcmp(name, "--seq"))
-        rc = options_parse_int_list(v, 2, 1 << 20, &o->seq);
+        rc = options_parse_int_list(v, 2, 1 << 20, &o->axes.seq);
     else if (!strcmp(name, "--lora-r"))
-        rc = options_parse_int_list(v, 1, 65536, &o->lora_r);
+        rc = options_parse_int_list(v, 1, 65536, &o->axes.lora_r);
     else if (!strcmp(name, "--precision"))
-        rc = parse_names(v, precision_parse, o->precisions, PREC_COUNT, &o->nprecisions);
+        rc = parse_names(v, precision_parse, o->axes.precisions, PREC_COUNT, &o->axes.nprecisions);
     else if (!strcmp(name, "--finetune"))
-        rc = parse_names(v, finetune_parse, o->finetunes, FT_COUNT, &o->nfinetunes);
+        rc = parse_names(v, finetune_parse, o->axes.finetunes, FT_COUNT, &o->axes.nfinetunes);
     else if (!strcmp(name, "--quant"))
-        rc = parse_names(v, quant_parse, o->quants, QUANT_COUNT, &o->nquants);
+        rc = parse_names(v, quant_parse, o->axes.quants, QUANT_COUNT, &o->axes.nquants);
     else if (!strcmp(name, "--optimizer"))
-        rc = parse_names(v, optimizer_parse, o->optimizers, OPT_COUNT, &o->noptimizers);
+        rc = parse_names(v, optimizer_parse, o->axes.optimizers, OPT_COUNT, &o->axes.noptimizers);
     else if (!strcmp(name, "--grad-ckpt")) {
-        rc = parse_names(v, ckpt_mode_parse, o->ckpts, CKPT_COUNT, &o->nckpts);
+        rc = parse_names(v, ckpt_mode_parse, o->axes.ckpts, CKPT_COUNT, &o->axes.nckpts);
     } else if (!strcmp(name, "--lora-targets"))
         rc = targets_list(v, o);
     else if (!strcmp(name, "--stack")) {
         tmp = stack_parse(v);
         rc = tmp < 0 ? -1 : 0;
-        o->stack = tmp < 0 ? o->stack : (enum stack)tmp;
+        o->axes.stack = tmp < 0 ? o->axes.stack : (enum stack)tmp;
     } else if (!strcmp(name, "--attention")) {
         rc = strcmp(v, "sdpa") && strcmp(v, "eager") ? -1 : 0;
-        o->eager = !strcmp(v, "eager");
+        o->axes.eager = !strcmp(v, "eager");
     } else if (!strcmp(name, "--rank")) {
         rc = strcmp(v, "speed") && strcmp(v, "llmem") ? -1 : 0;
         o->rank = !strcmp(v, "llmem") ? RANK_LLMEM : RANK_SPEED;
@@ -220,7 +220,7 @@ static int apply_value(struct options *o, const char *name, const char *v)
         /* the data shape; any other value keeps the older meaning, the catalog folder */
         tmp = data_shape_parse(v);
         if (tmp >= 0)
-            o->data = (enum data_shape)tmp;
+            o->axes.data = (enum data_shape)tmp;
         else
             o->data_dir = v;
     } else if (!strcmp(name, "--catalog"))
@@ -228,7 +228,7 @@ static int apply_value(struct options *o, const char *name, const char *v)
     else if (!strcmp(name, "--alloc-conf")) {
         tmp = alloc_conf_parse(v);
         rc = tmp < 0 ? -1 : 0;
-        o->alloc = tmp < 0 ? o->alloc : (enum alloc_conf)tmp;
+        o->axes.alloc = tmp < 0 ? o->axes.alloc : (enum alloc_conf)tmp;
     }
     else if (!strcmp(name, "--margin"))
         rc = parse_margin(v, &o->margin_pct);
@@ -250,7 +250,7 @@ static int apply_value(struct options *o, const char *name, const char *v)
         o->top = i32;
     } else if (!strcmp(name, "--gpus-per-node")) {
         rc = parse_i32(v, 1, 4096, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
-        o->gpus_per_node = i32;
+        o->axes.gpus_per_node = i32;
     } else if (!strcmp(name, "--threads")) {
         rc = parse_i32(v, 1, 4096, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
         o->threads = i32;
@@ -290,9 +290,9 @@ int options_parse(int argc, char **argv, int first, enum options_mode mode, stru
 {
     memset(o, 0, sizeof *o);
     o->top = 50;
-    o->stack = STACK_HF;
+    o->axes.stack = STACK_HF;
     o->margin_pct = -1; /* auto */
-    o->offload = OFFLOAD_OPTIMIZER;
+    o->axes.offload = OFFLOAD_OPTIMIZER;
     o->tokens = ANSWER_TOKENS_DEFAULT;
     for (int i = first; i < argc; i++) {
         char name[64];
@@ -329,53 +329,53 @@ int options_parse(int argc, char **argv, int first, enum options_mode mode, stru
  * SFT sequence lengths. --recipes all is the full cross product of the recipe axes. */
 static void default_recipe_axes(struct options *o)
 {
-    if (!o->seq.n)
+    if (!o->axes.seq.n)
         options_parse_int_list(o->all_recipes ? "512,1024,2048,4096" : "2048,4096,8192", 2,
-                               1 << 20, &o->seq);
-    if (!o->nprecisions) {
+                               1 << 20, &o->axes.seq);
+    if (!o->axes.nprecisions) {
         for (int p = 0; p < PREC_COUNT; p++)
             if (o->all_recipes || p == PREC_BF16)
-                o->precisions[o->nprecisions++] = p;
+                o->axes.precisions[o->axes.nprecisions++] = p;
     }
-    if (!o->nfinetunes)
+    if (!o->axes.nfinetunes)
         for (int f = 0; f < FT_COUNT; f++)
-            o->finetunes[o->nfinetunes++] = f;
-    if (!o->nquants) {
-        o->quants[o->nquants++] = QUANT_NONE;
-        o->quants[o->nquants++] = QUANT_NF4;
+            o->axes.finetunes[o->axes.nfinetunes++] = f;
+    if (!o->axes.nquants) {
+        o->axes.quants[o->axes.nquants++] = QUANT_NONE;
+        o->axes.quants[o->axes.nquants++] = QUANT_NF4;
     }
-    if (!o->noptimizers)
+    if (!o->axes.noptimizers)
         for (int p = 0; p < OPT_COUNT; p++)
             if (o->all_recipes || p == OPT_ADAMW)
-                o->optimizers[o->noptimizers++] = p;
+                o->axes.optimizers[o->axes.noptimizers++] = p;
 }
 
 void options_default_axes(struct options *o)
 {
     static const char *const batch = "1,2,4,8,16,32,64,128,256,512,1024";
-    if (!o->nmethods) /* --paper: LLMem's five methods, the ones its equations cover */
+    if (!o->axes.nmethods) /* --paper: LLMem's five methods, the ones its equations cover */
         for (int m = 0; m < (o->paper ? METHOD_ZERO1 : METHOD_COUNT); m++)
-            o->methods[o->nmethods++] = m;
-    if (!o->gpus.n)
-        options_parse_int_list("1,2,4,8,16,32,64", 1, 4096, &o->gpus);
-    if (!o->batch.n)
-        options_parse_int_list(batch, 1, 65536, &o->batch);
-    if (!o->lora_r.n)
-        options_parse_int_list("16", 1, 65536, &o->lora_r);
+            o->axes.methods[o->axes.nmethods++] = m;
+    if (!o->axes.gpus.n)
+        options_parse_int_list("1,2,4,8,16,32,64", 1, 4096, &o->axes.gpus);
+    if (!o->axes.batch.n)
+        options_parse_int_list(batch, 1, 65536, &o->axes.batch);
+    if (!o->axes.lora_r.n)
+        options_parse_int_list("16", 1, 65536, &o->axes.lora_r);
     default_recipe_axes(o);
-    if (!o->nckpts) {
-        o->ckpts[o->nckpts++] = CKPT_ON;
-        o->ckpts[o->nckpts++] = CKPT_OFF;
+    if (!o->axes.nckpts) {
+        o->axes.ckpts[o->axes.nckpts++] = CKPT_ON;
+        o->axes.ckpts[o->axes.nckpts++] = CKPT_OFF;
     }
-    if (!o->ntargets)
-        o->targets[o->ntargets++] = TARGETS_ALL;
+    if (!o->axes.ntargets)
+        o->axes.targets[o->axes.ntargets++] = TARGETS_ALL;
     if (o->paper) { /* the paper's regime: fp16 mixed, full, checkpointing, Adam */
-        o->nprecisions = o->nfinetunes = o->nckpts = o->noptimizers = 1;
-        o->precisions[0] = PREC_FP16;
-        o->finetunes[0] = FT_FULL;
-        o->ckpts[0] = CKPT_ON;
-        o->optimizers[0] = OPT_ADAMW;
-        o->stack = STACK_COLOSSAL;
+        o->axes.nprecisions = o->axes.nfinetunes = o->axes.nckpts = o->axes.noptimizers = 1;
+        o->axes.precisions[0] = PREC_FP16;
+        o->axes.finetunes[0] = FT_FULL;
+        o->axes.ckpts[0] = CKPT_ON;
+        o->axes.optimizers[0] = OPT_ADAMW;
+        o->axes.stack = STACK_COLOSSAL;
     }
 }
 
@@ -465,43 +465,10 @@ void options_usage(enum options_mode mode)
           stdout);
 }
 
-void options_space_axes(const struct options *o, struct space_axes *a)
-{
-    memset(a, 0, sizeof *a);
-    memcpy(a->methods, o->methods, sizeof a->methods);
-    a->nmethods = o->nmethods;
-    a->gpus = o->gpus;
-    a->batch = o->batch;
-    a->seq = o->seq;
-    a->lora_r = o->lora_r;
-    a->tp = o->tp;
-    a->ep = o->ep;
-    memcpy(a->precisions, o->precisions, sizeof a->precisions);
-    a->nprecisions = o->nprecisions;
-    memcpy(a->finetunes, o->finetunes, sizeof a->finetunes);
-    a->nfinetunes = o->nfinetunes;
-    memcpy(a->quants, o->quants, sizeof a->quants);
-    a->nquants = o->nquants;
-    memcpy(a->optimizers, o->optimizers, sizeof a->optimizers);
-    a->noptimizers = o->noptimizers;
-    memcpy(a->ckpts, o->ckpts, sizeof a->ckpts);
-    a->nckpts = o->nckpts;
-    memcpy(a->targets, o->targets, sizeof a->targets);
-    a->ntargets = o->ntargets;
-    a->stack = o->stack;
-    a->eager = o->eager;
-    a->data = o->data;
-    a->alloc = o->alloc;
-    a->pp = o->pp;
-    a->pp_microbatches = o->pp_microbatches;
-    a->offload = o->offload;
-    a->gpus_per_node = o->gpus_per_node;
-}
-
 void options_report_inputs(const struct options *o, struct report_inputs *in)
 {
     memset(in, 0, sizeof *in);
-    options_space_axes(o, &in->axes);
+    in->axes = o->axes;
     in->models = o->models;
     in->nmodels = o->nmodels;
     in->outs = o->outs;

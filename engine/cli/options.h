@@ -22,28 +22,12 @@ enum rank_mode { RANK_SPEED, RANK_LLMEM };
 struct options {
     const char *models[OPT_MODELS_MAX];
     int nmodels;
-    int methods[METHOD_COUNT];
-    int nmethods;
-    struct int_list gpus, batch, seq, lora_r, tp;
-    struct int_list ep;       /* --ep: expert-parallel degrees (MoE models; default 1) */
-    struct int_list pp;       /* --pp: pipeline stages of method pp (default every divisor) */
-    int precisions[PREC_COUNT], nprecisions;
-    int finetunes[FT_COUNT], nfinetunes;
-    int quants[QUANT_COUNT], nquants;
-    int optimizers[OPT_COUNT], noptimizers;
-    int ckpts[CKPT_COUNT];    /* enum ckpt_mode */
-    int nckpts;
-    uint32_t targets[16];
-    int ntargets;
+    struct space_axes axes;   /* the sweep's axes (--methods .. --alloc-conf), in the search's own struct */
 
     const char *gpu;          /* catalog GPU name; NULL = local GPU or H100-SXM-80GB */
     uint64_t budget;          /* 0 = from the GPU */
     uint64_t base;            /* m_base override; 0 = the GPU's context size */
     bool base_set;
-    enum stack stack;
-    bool eager;               /* eager attention instead of SDPA */
-    enum data_shape data;     /* --data packed|variable (default variable) */
-    enum alloc_conf alloc;    /* --alloc-conf default|expandable */
     bool paper;
     enum rank_mode rank;
     const char *rules;
@@ -53,9 +37,6 @@ struct options {
     long top;                 /* 0 = all fitting rows */
     bool all, no_prune, quiet, progress, stamp;
     int threads;              /* 0 = all cores */
-    int gpus_per_node;        /* --gpus-per-node, default GPU_PER_NODE_DEFAULT */
-    enum offload_mode offload;/* --offload optimizer|params: what method offload moves to host */
-    int pp_microbatches;      /* --pp-microbatches: per pipelined step; 0 = 4 x pp */
     int shard_k, shard_n;     /* 1-based K of N; 0/0 = no sharding */
     enum out_format format;
     const char *outs[OPT_OUTS_MAX];
@@ -84,8 +65,6 @@ int options_parse_int_list(const char *s, int32_t lo, int32_t hi, struct int_lis
 
 void options_usage(enum options_mode mode);
 
-/* The search's and the reports' view of the options (after options_default_axes). */
-void options_space_axes(const struct options *o, struct space_axes *a);
 void options_report_inputs(const struct options *o, struct report_inputs *in);
 
 #endif
