@@ -23,7 +23,7 @@ struct dir {
 static int setup(void **state)
 {
     static struct dir d;
-    strcpy(d.path, "/tmp/llmem-outfile-XXXXXX");
+    snprintf(d.path, sizeof d.path, "%s", "/tmp/llmem-outfile-XXXXXX");
     assert_non_null(mkdtemp(d.path));
     *state = &d;
     return 0;

@@ -33,7 +33,7 @@ char *text_printable(const char *in, char *out, size_t n)
         int w = c1 ? 8 : 4;
         if (o + (size_t)w >= n)
             break;
-        o += (size_t)sprintf(out + o, c1 ? "\\x%02x\\x%02x" : "\\x%02x", p[0], c1 ? p[1] : 0);
+        o += (size_t)snprintf(out + o, n - o, c1 ? "\\x%02x\\x%02x" : "\\x%02x", p[0], c1 ? p[1] : 0);
         p += c1;
     }
     if (n)

@@ -51,6 +51,16 @@ static int fail(struct input_error *e, const char *path, const char *what, int e
     return input_error_set(e, EXIT_IO, path, 0, NULL, "%s", what);
 }
 
+/* Copies what the rename replaces into o->target. Returns 0, or -1 with e filled. */
+static int set_target(struct outfile *o, const char *target, const char *path,
+                      struct input_error *e)
+{
+    int w = snprintf(o->target, sizeof o->target, "%s", target);
+    if (w < 0 || (size_t)w >= sizeof o->target)
+        return fail(e, path, "path too long", 0);
+    return 0;
+}
+
 /* What the rename must replace: path itself, or the file a symbolic link points to. */
 static int resolve_target(struct outfile *o, const char *path, struct stat *st, int *exists,
                           struct input_error *e)
@@ -59,25 +69,15 @@ static int resolve_target(struct outfile *o, const char *path, struct stat *st, 
     if (lstat(path, st) != 0) {
         if (errno != ENOENT)
             return fail(e, path, "cannot write", errno);
-        if (strlen(path) >= sizeof o->target)
-            return fail(e, path, "path too long", 0);
-        strcpy(o->target, path);
-        return 0;
+        return set_target(o, path, path, e);
     }
     *exists = 1;
-    if (!S_ISLNK(st->st_mode)) {
-        if (strlen(path) >= sizeof o->target)
-            return fail(e, path, "path too long", 0);
-        strcpy(o->target, path);
-        return 0;
-    }
+    if (!S_ISLNK(st->st_mode))
+        return set_target(o, path, path, e);
     char real[PATH_MAX];
     if (!realpath(path, real) || stat(real, st) != 0)
         return fail(e, path, "symbolic link to nothing: not written", 0);
-    if (strlen(real) >= sizeof o->target)
-        return fail(e, path, "path too long", 0);
-    strcpy(o->target, real);
-    return 0;
+    return set_target(o, real, path, e);
 }
 
 int outfile_open(struct outfile *o, const char *path, struct input_error *e)
