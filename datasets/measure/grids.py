@@ -6,6 +6,11 @@ lora_r, lora_targets (q+k+v+o+gate+up+down, or attn|mlp|all), quant (none|int8|n
 (on|off), optimizer (adamw|adamw8bit|sgd), micro_batch, seq_len, attention (sdpa|eager), and
 optional features (a list: "paged" for bitsandbytes paged optimizers, "fused" for the fused
 torch AdamW kernel, "kbit-prep" for peft's prepare_model_for_kbit_training) and steps.
+How it runs: method (single, or cdp = DDP, adp = FSDP2 fully_shard, tp = tensor parallel, each
+as rank 0 of `gpus` ranks on PyTorch's fake process group), data (packed: every sample seq_len
+tokens; variable: lengths uniform in 1..seq_len, padded per micro-batch), alloc_conf (default or
+expandable = PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), runner (loop: our loop; trainer:
+transformers.Trainer) and snapshot (summarise the live tensors at the last step's peak).
 
 Model names are HF ids as in datasets/models.csv; a bare name ("opt-1.3b") also matches.
 """
@@ -16,11 +21,21 @@ QUANTS = ("none", "int8", "nf4")
 OPTIMIZERS = ("adamw", "adamw8bit", "sgd")
 ATTENTIONS = ("sdpa", "eager")
 FEATURES = ("paged", "fused", "kbit-prep")
+METHODS = ("single", "cdp", "adp", "tp")
+DATA = ("packed", "variable")
+ALLOC_CONFS = ("default", "expandable")
+RUNNERS = ("loop", "trainer")
+# model_types whose blocks name q/k/v/o_proj and gate/up/down_proj (the tp plan's modules)
+TP_TYPES = ("llama", "mistral", "qwen2")
 
 
 def c(model, precision="bf16", finetune="full", *, r=None, targets=None, quant=None,
-      ckpt="off", opt="adamw", mb=1, seq=512, attn="sdpa", features=(), steps=3):
-    """One configuration; qlora implies nf4, LoRA without a rank gets 16 and targets 'all'."""
+      ckpt="off", opt="adamw", mb=1, seq=512, attn="sdpa", features=(), steps=None,
+      method="single", gpus=1, data="packed", alloc="default", runner="loop", snapshot=False):
+    """One configuration; qlora implies nf4, LoRA without a rank gets 16 and targets 'all'.
+    Packed data runs 3 steps by default (every step allocates alike after the first); variable
+    data 30, so that segments cut for earlier lengths are still cached when a longer batch
+    comes (the allocator effect issue 12 is about)."""
     if finetune == "qlora" and quant is None:
         quant = "nf4"
     lora = finetune != "full"
@@ -30,13 +45,19 @@ def c(model, precision="bf16", finetune="full", *, r=None, targets=None, quant=N
         "lora_targets": (targets or "all") if lora else "",
         "quant": quant or "none", "grad_ckpt": ckpt, "optimizer": opt,
         "micro_batch": mb, "seq_len": seq, "attention": attn,
-        "features": list(features), "steps": steps,
+        "features": list(features),
+        "steps": steps or (30 if data == "variable" else 3),
+        "method": method, "gpus": gpus, "data": data, "alloc_conf": alloc, "runner": runner,
+        "snapshot": snapshot,
     }
 
 
 L1B = "meta-llama/Llama-3.2-1B"
+L3B = "meta-llama/Llama-3.2-3B"
 Q05 = "Qwen/Qwen2.5-0.5B"
 Q15 = "Qwen/Qwen2.5-1.5B"
+Q3B = "Qwen/Qwen2.5-3B"
+Q7B = "Qwen/Qwen2.5-7B"
 G2 = "google/gemma-2-2b"
 G1 = "google/gemma-2b"
 PHI3 = "microsoft/Phi-3-mini-4k-instruct"
@@ -129,9 +150,77 @@ SMOKE = [
     c(Q05, "bf16", "qlora", r=8, targets="all", mb=2, seq=256, ckpt="on"),
 ]
 
+# Issue 11's grid, about 25 minutes on one H100 80GB: what users run and where the model is
+# least sure. Two vocabularies (Qwen2.5 152k, Llama-3 128k), sizes 0.5B to 8B; HF Trainer +
+# PEFT at the installed versions; micro-batch x sequence at equal tokens, packed and variable;
+# one knob at a time around a Llama-3.2-1B full bf16 fine-tune; snapshots of the live tensors
+# at four peaks; FSDP, DDP and TP at 2 to 8 ranks on the fake process group.
+GPU_25MIN = [
+    # A. HF Trainer + PEFT (LoRA r16 on every linear layer, bf16 mixed, variable lengths):
+    # three Qwen2.5 sizes and two Llama sizes at the same tokens -- the loss path's and the
+    # allocator's memory should not depend on the model's size
+    c(Q05, "bf16", "lora", mb=4, seq=1024, data="variable", runner="trainer"),
+    c(Q15, "bf16", "lora", mb=4, seq=1024, data="variable", runner="trainer"),
+    c(Q3B, "bf16", "lora", mb=4, seq=1024, data="variable", runner="trainer"),
+    c(L1B, "bf16", "lora", mb=4, seq=1024, data="variable", runner="trainer"),
+    c(L3B, "bf16", "lora", mb=4, seq=1024, data="variable", runner="trainer"),
+    c(Q15, "bf16", "lora", mb=4, seq=1024, runner="trainer"),
+    c(Q15, "bf16", "lora", mb=4, seq=1024, data="variable", alloc="expandable", runner="trainer"),
+    c(Q15, "bf16", mb=4, seq=1024, ckpt="on", data="variable", runner="trainer"),
+    c(Q7B, "bf16", "lora", mb=2, seq=2048, ckpt="on", data="variable", runner="trainer"),
+    c(L8, "bf16", "lora", mb=2, seq=2048, ckpt="on", data="variable", runner="trainer"),
+    # B. micro-batch x sequence at 4096 tokens, packed and variable (our loop)
+    *[c(Q15, "bf16", "lora", mb=b, seq=s, data=d)
+      for b, s in ((1, 4096), (2, 2048), (4, 1024), (8, 512)) for d in ("packed", "variable")],
+    c(L1B, "bf16", mb=2, seq=1024, data="variable"),
+    c(L1B, "bf16", mb=4, seq=2048),
+    c(L1B, "bf16", mb=4, seq=2048, data="variable"),
+    c(L1B, "bf16", mb=4, seq=2048, data="variable", alloc="expandable"),
+    # C. one knob at a time around Llama-3.2-1B, full, bf16 mixed, mb 4, seq 1024, packed
+    c(L1B, "bf16", mb=4, seq=1024),
+    c(L1B, "bf16", mb=4, seq=1024, ckpt="on"),
+    c(L1B, "bf16", mb=4, seq=1024, attn="eager"),
+    c(L1B, "bf16", mb=4, seq=1024, features=["fused"]),
+    c(L1B, "bf16", mb=4, seq=1024, opt="sgd"),
+    c(L1B, "bf16-pure", mb=4, seq=1024),
+    c(L1B, "bf16-pure", mb=4, seq=1024, opt="sgd"),
+    c(L1B, "bf16", "lora", mb=4, seq=1024),
+    c(L1B, "bf16", "lora", mb=4, seq=1024, ckpt="on", attn="eager"),
+    # D. which tensors make the peak (snapshot summaries)
+    c(L1B, "bf16", mb=4, seq=1024, snapshot=True),
+    c(Q15, "bf16", "lora", mb=4, seq=1024, data="variable", steps=10, snapshot=True),
+    c(Q15, "bf16", "lora", mb=4, seq=1024, ckpt="on", snapshot=True),
+    c(Q05, "bf16", mb=4, seq=1024, attn="eager", snapshot=True),
+    # E. multi-GPU layouts as rank 0 of a fake process group
+    c(L1B, "bf16", mb=4, seq=1024, method="adp", gpus=2),
+    c(L1B, "bf16", mb=4, seq=1024, method="adp", gpus=4),
+    c(L1B, "bf16", mb=4, seq=1024, method="adp", gpus=8),
+    c(L1B, "bf16", mb=4, seq=1024, method="cdp", gpus=2),
+    c(L1B, "bf16", mb=4, seq=1024, method="cdp", gpus=8),
+    c(L1B, "bf16", mb=4, seq=1024, method="tp", gpus=2),
+    c(L1B, "bf16", mb=4, seq=1024, method="tp", gpus=4),
+    c(L1B, "bf16-pure", mb=4, seq=1024, method="tp", gpus=8),
+    c(Q15, "bf16", "lora", mb=4, seq=1024, method="adp", gpus=4),
+    c(L8, "bf16", mb=1, seq=2048, ckpt="on", method="adp", gpus=8),
+    # F. long sequences near the limit
+    c(L8, "bf16", "lora", mb=1, seq=8192, ckpt="on", data="variable", steps=15),
+    c(Q7B, "bf16", "lora", mb=1, seq=8192, ckpt="on"),
+]
+
+# The new code paths in a few minutes: run this first on a new machine.
+SMOKE_NEW = [
+    c(Q05, "bf16", "lora", r=8, mb=2, seq=256, data="variable", steps=6, runner="trainer"),
+    c(Q05, "bf16", mb=2, seq=256, data="variable", steps=6, alloc="expandable"),
+    c(Q05, "bf16", mb=2, seq=256, snapshot=True),
+    c(Q05, "bf16", mb=2, seq=256, method="adp", gpus=2),
+    c(Q05, "bf16", mb=2, seq=256, method="cdp", gpus=2),
+    c(Q05, "bf16", mb=2, seq=256, method="tp", gpus=2),
+]
+
 GRIDS = {
+    "gpu-25min": GPU_25MIN,
     "h100-30min": H100_30MIN,
-    "smoke": SMOKE,
+    "smoke": SMOKE + SMOKE_NEW,
 }
 
-DEFAULT_GRID = "h100-30min"
+DEFAULT_GRID = "gpu-25min"

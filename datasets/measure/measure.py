@@ -41,11 +41,13 @@ CSV_COLUMNS = (
     "gpu", "framework", "source",
     "id", "grade", "stack", "features", "attention", "seq_kind", "notes",
     "peak_forward_gib", "peak_backward_gib", "peak_optimizer_gib", "context_gib", "status",
+    "peak_loss_gib", "data", "alloc_conf", "tokens_per_s_gpu",
 )
 
 # Columns that identify a configuration, for resuming a partly written output file.
-KEY_COLUMNS = ("id", "model", "micro_batch", "seq_len", "precision", "finetune", "lora_r",
-               "lora_targets", "quant", "grad_ckpt", "optimizer", "attention", "features")
+KEY_COLUMNS = ("id", "model", "method", "gpus", "micro_batch", "seq_len", "precision",
+               "finetune", "lora_r", "lora_targets", "quant", "grad_ckpt", "optimizer",
+               "attention", "features", "data", "alloc_conf")
 
 RESULT_MARKER = "@@MEASURE_RESULT@@ "
 GIB = float(1 << 30)
@@ -105,6 +107,16 @@ def describe(cfg):
         parts.append(f"r={cfg['lora_r']} {cfg['lora_targets']}")
     parts += [f"quant={cfg['quant']}", f"ckpt={cfg['grad_ckpt']}", cfg["optimizer"],
               f"mb={cfg['micro_batch']}", f"seq={cfg['seq_len']}", cfg["attention"]]
+    if cfg.get("method", "single") != "single":
+        parts.append(f"{cfg['method']}x{cfg['gpus']}(fake-pg)")
+    if cfg.get("data", "packed") != "packed":
+        parts.append(f"{cfg['data']}x{cfg.get('steps', 3)}steps")
+    if cfg.get("alloc_conf", "default") != "default":
+        parts.append(cfg["alloc_conf"])
+    if cfg.get("runner", "loop") != "loop":
+        parts.append(cfg["runner"])
+    if cfg.get("snapshot"):
+        parts.append("snapshot")
     if cfg.get("features"):
         parts.append("[" + "+".join(cfg["features"]) + "]")
     return " ".join(str(p) for p in parts)
@@ -147,6 +159,7 @@ def validate_config(cfg):
             catalog.parse_targets(cfg.get("lora_targets"))
         except ValueError as e:
             p.append(str(e))
+    p += validate_layout(cfg)
     if cfg.get("finetune") == "qlora" and cfg.get("quant") != "nf4":
         p.append("qlora means an nf4 base")
     if "kbit-prep" in cfg.get("features", ()) and cfg.get("quant") == "none":
@@ -154,6 +167,34 @@ def validate_config(cfg):
     if "fused" in cfg.get("features", ()) and (cfg.get("optimizer") != "adamw"
                                               or "paged" in cfg.get("features", ())):
         p.append("fused applies to torch AdamW only")
+    return p
+
+
+def validate_layout(cfg):
+    """Problems with the keys of how a configuration runs (method, data, runner, snapshot)."""
+    p = []
+    method, gpus = cfg.get("method", "single"), cfg.get("gpus", 1)
+    if method not in grids.METHODS:
+        p.append(f"method {method!r}")
+    elif method == "single" and gpus != 1:
+        p.append("method single runs on 1 GPU")
+    elif method != "single" and (not isinstance(gpus, int) or not 2 <= gpus <= 64):
+        p.append("a fake process group needs gpus between 2 and 64")
+    if method == "tp" and cfg.get("finetune") != "full":
+        p.append("tp is measured for full fine-tuning only (PEFT adapters on DTensor shards)")
+    if cfg.get("data", "packed") not in grids.DATA:
+        p.append(f"data {cfg.get('data')!r}")
+    if cfg.get("alloc_conf", "default") not in grids.ALLOC_CONFS:
+        p.append(f"alloc_conf {cfg.get('alloc_conf')!r}")
+    runner = cfg.get("runner", "loop")
+    if runner not in grids.RUNNERS:
+        p.append(f"runner {runner!r}")
+    if runner == "trainer" and method != "single":
+        p.append("the Trainer runner runs on one GPU only (no fake process group)")
+    if cfg.get("snapshot") and (runner != "loop" or method == "tp"):
+        p.append("snapshots are taken in the loop runner, without tensor parallelism")
+    if cfg.get("snapshot") and cfg.get("steps", 3) < 2:
+        p.append("a snapshot needs 2 or more steps (the earlier ones set its threshold)")
     return p
 
 
@@ -168,6 +209,12 @@ def check_against_catalog(cfg, row):
             catalog.lora_target_modules(row["model_type"], cfg["lora_targets"])
         except ValueError as e:
             p.append(str(e))
+    if cfg.get("method") == "tp":
+        w = cfg.get("gpus", 1)
+        if row["model_type"] not in grids.TP_TYPES:
+            p.append(f"tp plan written for {', '.join(grids.TP_TYPES)} only")
+        elif row["heads"] % w or (row["kv_heads"] or row["heads"]) % w:
+            p.append(f"tp {w} must divide the attention heads and the KV heads")
     if row["pos_emb"] == "learned" and 0 < row["max_pos"] < cfg["seq_len"]:
         p.append(f"seq_len {cfg['seq_len']} exceeds the learned position table ({row['max_pos']})")
     return p
@@ -185,10 +232,27 @@ def framework_string(v):
             f"peft {v.get('peft', '?')} / bnb {v.get('bnb') or 'none'} / CUDA {v.get('cuda', '?')}")
 
 
+def row_features(cfg):
+    """The features column: the grid's features, and how the run was made (fake-pg: a fake
+    process group stood in for the other ranks; hf-trainer: transformers.Trainer ran it)."""
+    f = list(cfg.get("features", ()))
+    if cfg.get("method", "single") != "single":
+        f.append("fake-pg")
+    if cfg.get("runner", "loop") == "trainer":
+        f.append("hf-trainer")
+    return "+".join(f)
+
+
 def base_row(cfg, cid, result, env):
     """The columns shared by every row of one configuration's result."""
+    method, gpus = cfg.get("method", "single"), cfg.get("gpus", 1)
+    tps = result.get("tokens_per_s")
+    # a fake process group does no communication: its step time says nothing about speed
+    tps = "" if tps is None or method != "single" else f"{tps:.0f}"
+    variable = cfg.get("data", "packed") == "variable"
     return {
-        "model": cfg["model"], "method": "single", "gpus": 1, "tp": 1,
+        "model": cfg["model"], "method": method, "gpus": gpus,
+        "tp": gpus if method == "tp" else 1,
         "micro_batch": cfg["micro_batch"], "seq_len": cfg["seq_len"],
         "precision": cfg["precision"], "finetune": cfg["finetune"],
         "lora_r": cfg["lora_r"] if cfg["finetune"] != "full" else "",
@@ -196,8 +260,11 @@ def base_row(cfg, cid, result, env):
         "quant": cfg["quant"], "grad_ckpt": cfg["grad_ckpt"], "optimizer": cfg["optimizer"],
         "gpu": env.get("gpu", ""), "framework": env.get("framework", ""),
         "source": env.get("source", ""), "id": cid, "grade": "A", "stack": "hf",
-        "features": "+".join(cfg.get("features", ())), "attention": cfg["attention"],
-        "seq_kind": "exact", "notes": "; ".join(result.get("notes", ())),
+        "features": row_features(cfg), "attention": cfg["attention"],
+        "seq_kind": "cap" if variable else "exact", "notes": "; ".join(result.get("notes", ())),
+        "peak_loss_gib": fmt_gib(result.get("phase_loss")),
+        "data": cfg.get("data", "packed"), "alloc_conf": cfg.get("alloc_conf", "default"),
+        "tokens_per_s_gpu": tps,
         "peak_forward_gib": fmt_gib(result.get("phase_forward")),
         "peak_backward_gib": fmt_gib(result.get("phase_backward")),
         "peak_optimizer_gib": fmt_gib(result.get("phase_optimizer")),
@@ -293,8 +360,12 @@ def dry_run(grid_name, selected, models, models_note, out=sys.stdout):
 
 # --- the real run -------------------------------------------------------------------------
 
-def child_env():
+def child_env(cfg=None):
     env = dict(os.environ)
+    # The allocator's configuration is the grid's: expandable segments or PyTorch's default.
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    if cfg and cfg.get("alloc_conf") == "expandable":
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     # NVML numbers GPUs in PCI order; make CUDA agree so the worker samples the right device.
     env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     # Random weights only: nothing may be fetched from a hub.
@@ -304,12 +375,12 @@ def child_env():
     return env
 
 
-def run_child(args_list, timeout, log):
+def run_child(args_list, timeout, log, cfg=None):
     """Runs this script in worker mode; returns (result dict or None, exit code, output)."""
     cmd = [sys.executable, str(Path(__file__).resolve())] + args_list
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=timeout, env=child_env(), errors="replace")
+                           timeout=timeout, env=child_env(cfg), errors="replace")
         output, rc = p.stdout, p.returncode
     except subprocess.TimeoutExpired as e:
         output = e.stdout if isinstance(e.stdout, str) else (e.stdout or b"").decode(errors="replace")
@@ -346,7 +417,7 @@ def measure_one(args, cid, cfg, row, log):
     if args.in_process:
         import measure_worker
         return measure_worker.run_job(job)
-    result, rc, output = run_child(["--worker", json.dumps(job)], args.timeout, log)
+    result, rc, output = run_child(["--worker", json.dumps(job)], args.timeout, log, cfg)
     if result is not None:
         return result
     if rc is None:
@@ -386,6 +457,20 @@ def open_output(path, redo):
     os.replace(tmp, path)
     f = open(path, "a", newline="", encoding="utf-8")
     return f, csv.DictWriter(f, fieldnames=CSV_COLUMNS, lineterminator="\n"), done
+
+
+def snapshot_path(out_path, cid):
+    """Where a configuration's snapshot summary goes: OUT-snapshots/ID.txt beside --out."""
+    return out_path.with_name(out_path.stem + "-snapshots") / f"{cid}.txt"
+
+
+def write_snapshot(out_path, cid, result):
+    text = result.get("snapshot")
+    if not text:
+        return
+    p = snapshot_path(out_path, cid)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
 
 
 def real_run(args, grid_name, selected, models):
@@ -438,6 +523,7 @@ def real_run(args, grid_name, selected, models):
             for r in rows_for_result(cfg, cid, result, env):
                 writer.writerow(r)
             f.flush()
+            write_snapshot(out_path, cid, result)
             st = result.get("status", "?")
             counts[st.split(":")[0]] = counts.get(st.split(":")[0], 0) + 1
             peak = fmt_gib(result.get("peak_device") or result.get("peak_reserved"))

@@ -16,6 +16,7 @@ Conventions (so the numbers mean what the predictor assumes; see README.md):
 
 import contextlib
 import gc
+import json
 import os
 import shutil
 import subprocess
@@ -234,6 +235,9 @@ def make_optimizer(cfg, params):
 
 # --- the measurement ----------------------------------------------------------------------
 
+PHASES = ("forward", "loss", "backward", "optimizer")
+
+
 def _is_oom(e):
     if isinstance(e, torch.cuda.OutOfMemoryError):
         return True
@@ -241,121 +245,250 @@ def _is_oom(e):
     return isinstance(e, RuntimeError) and ("out of memory" in msg or "cuda_error_out_of_memory" in msg)
 
 
-def run_job(job):
-    cfg, row = job["config"], job["model_row"]
-    notes = []
-    res = {"status": "error:unknown", "notes": notes}
-    phase = "init"
-    dev = DeviceMemory()
-    try:
-        idle = dev.used()
-        # CUDA context: what NVML sees after the first allocation, less what the caching
-        # allocator holds for that tiny tensor and less what was in use before we started.
-        phase = "cuda init"
-        torch.cuda.init()
-        torch.zeros(1, device="cuda")
+class PhasePeaks:
+    """Per-phase peaks: each phase's statistics are reset when the phase before it closes.
+
+    forward ends when the LM head has produced the logits (a forward hook on the output
+    embeddings), loss when the model returns its loss, backward before optimizer.step(),
+    optimizer after zero_grad. Each close also samples the device's used memory (NVML), since
+    reserved memory only grows inside a step and a sample after each phase sees its peak.
+    """
+
+    def __init__(self, dev, idle):
+        self.dev, self.idle = dev, idle
+        self.peaks = dict.fromkeys(PHASES, 0)
+        self.reserved = 0
+        self.device = None
+        self.overhead = None
+
+    def close(self, name):
         torch.cuda.synchronize()
-        used = dev.used()
-        if idle is not None and used is not None:
-            res["context"] = used - idle - torch.cuda.memory_reserved()
-            notes.append(f"nvml_idle_gib={idle / 2**30:.4f}")
-        if dev.kind:
-            notes.append(f"device_via={dev.kind}")
-        alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
-        if alloc_conf:
-            notes.append(f"alloc_conf={alloc_conf}")
-        torch.manual_seed(0)
-
-        phase = "build"
-        hf_cfg, dropped = make_config(row)
-        if dropped:
-            notes.append("config_keys_dropped=" + "+".join(dropped))
-        model = build_model(hf_cfg, cfg["attention"], weight_dtype(cfg))
-        tied = ensure_tied(model, hf_cfg)
-        n_params = sum(p.numel() for p in model.parameters())
-        notes.append(f"params={n_params} tied={int(tied)}")
-        if row.get("params", 0) > 0 and abs(n_params - row["params"]) > 0.01 * row["params"]:
-            notes.append(f"params_mismatch catalog={row['params']}")
-        notes.append(f"attn_impl={getattr(model.config, '_attn_implementation', '?')}")
-
-        ckpt = cfg["grad_ckpt"] == "on"
-        if cfg["quant"] != "none":
-            phase = "quantize"
-            quantize_linears(model, cfg["quant"], compute_dtype(cfg))
-            if "kbit-prep" in cfg.get("features", ()):
-                from peft import prepare_model_for_kbit_training
-                model = prepare_model_for_kbit_training(
-                    model, use_gradient_checkpointing=ckpt,
-                    gradient_checkpointing_kwargs={"use_reentrant": False})
-        if ckpt:
-            # Before peft wraps the model, as prepare_model_for_kbit_training does; the
-            # non-reentrant variant needs no input that requires grad under a frozen base.
-            model.gradient_checkpointing_enable(
-                gradient_checkpointing_kwargs={"use_reentrant": False})
-
-        if cfg["finetune"] != "full":
-            phase = "peft"
-            adapter_dtype = torch.bfloat16 if cfg["precision"] == "bf16-pure" else torch.float32
-            model, names = apply_lora(model, row, cfg, adapter_dtype)
-            notes.append("lora_modules=" + "+".join(names))
-        model.train()
-        trainable = [p for p in model.parameters() if p.requires_grad]
-        notes.append(f"trainable={sum(p.numel() for p in trainable)}")
-
-        optimizer, opt_note = make_optimizer(cfg, trainable)
-        notes.append(f"optim_impl={opt_note}")
-        scaler = None
-        amp = contextlib.nullcontext()
-        if cfg["precision"] in ("fp16", "bf16"):
-            amp_dtype = torch.float16 if cfg["precision"] == "fp16" else torch.bfloat16
-            amp = torch.autocast("cuda", dtype=amp_dtype)
-            if cfg["precision"] == "fp16":
-                scaler = torch.amp.GradScaler("cuda")  # HF Trainer's default init scale 2^16
-
-        vocab = int(getattr(hf_cfg, "vocab_size", row["vocab"]))
-        ids = torch.randint(0, vocab, (cfg["micro_batch"], cfg["seq_len"]), device="cuda")
-
-        # Leftovers of construction (the dense copy a quantized layer replaced, init
-        # temporaries) sit in the allocator's cache; a loaded model would not have them.
-        gc.collect()
-        torch.cuda.empty_cache()
-        torch.cuda.synchronize()
-        notes.append(f"static_gib={torch.cuda.memory_allocated() / 2**30:.4f}")
-
-        peaks = {"forward": 0, "backward": 0, "optimizer": 0}
-        reserved = 0
-        device = None
-        overhead = None
-        step_s, losses, skipped = [], [], 0
-
-        def close_phase(name):
-            nonlocal reserved, device, overhead
-            torch.cuda.synchronize()
-            peaks[name] = max(peaks[name], torch.cuda.max_memory_allocated())
-            reserved = max(reserved, torch.cuda.max_memory_reserved())
-            u = dev.used()
-            if u is not None:
-                device = u if device is None else max(device, u)
-                if idle is not None:
-                    # device memory outside the caching allocator: context, cuBLAS/cuDNN
-                    # workspaces and lazily loaded kernels
-                    o = u - idle - torch.cuda.memory_reserved()
-                    overhead = o if overhead is None else max(overhead, o)
-            torch.cuda.reset_peak_memory_stats()
-
+        self.peaks[name] = max(self.peaks[name], torch.cuda.max_memory_allocated())
+        self.reserved = max(self.reserved, torch.cuda.max_memory_reserved())
+        u = self.dev.used()
+        if u is not None:
+            self.device = u if self.device is None else max(self.device, u)
+            if self.idle is not None:
+                # device memory outside the caching allocator: context, cuBLAS/cuDNN
+                # workspaces, NCCL or lazily loaded kernels
+                o = u - self.idle - torch.cuda.memory_reserved()
+                self.overhead = o if self.overhead is None else max(self.overhead, o)
         torch.cuda.reset_peak_memory_stats()
-        for step in range(1, cfg.get("steps", 3) + 1):
-            t0 = time.perf_counter()
-            phase = f"step {step} forward"
-            with amp:
-                loss = model(input_ids=ids, labels=ids).loss  # HF shifts the labels
+
+
+def make_batches(cfg, vocab, steps, pad_id=0):
+    """The step's batches: (input_ids, attention_mask or None, labels), on the CPU as a data
+    loader yields them (each step copies its batch to the GPU).
+
+    packed: every sample has seq_len tokens (labels = input_ids; HF shifts them). variable:
+    each sample's length is uniform in 1..seq_len (the distribution llmem-sweep's allocator
+    replay assumes, README "The loss path and the caching allocator"), the micro-batch is
+    right-padded to its longest sample as HF's DataCollatorWithPadding does, padding is masked
+    and its labels are -100. Seeded, so a configuration sees the same lengths on every run.
+    """
+    g = torch.Generator().manual_seed(1234)
+    mb, seq = cfg["micro_batch"], cfg["seq_len"]
+    out = []
+    for _ in range(steps):
+        if cfg.get("data", "packed") == "packed":
+            ids = torch.randint(0, vocab, (mb, seq), generator=g)
+            out.append((ids, None, ids.clone()))
+            continue
+        lens = torch.randint(1, seq + 1, (mb,), generator=g)
+        width = int(lens.max())
+        ids = torch.randint(0, vocab, (mb, width), generator=g)
+        mask = (torch.arange(width)[None, :] < lens[:, None]).long()
+        ids = torch.where(mask.bool(), ids, torch.full_like(ids, pad_id))
+        labels = torch.where(mask.bool(), ids, torch.full_like(ids, -100))
+        out.append((ids, mask, labels))
+    return out
+
+
+def decoder_layers(model):
+    """The transformer blocks (the classes HF lists in _no_split_modules), in order."""
+    names = set()
+    for m in model.modules():
+        names.update(getattr(m, "_no_split_modules", None) or ())
+    return [m for m in model.modules() if type(m).__name__ in names]
+
+
+def parallelize(model, cfg, notes):
+    """Wraps the model as rank 0 of a world of cfg["gpus"] ranks on PyTorch's fake process group.
+
+    torch.testing._internal.distributed.fake_pg: collectives do no communication but return
+    outputs of the right shape, allocated as a real rank allocates them; so sharded
+    parameters, gradients, optimizer states, all-gather and reduce-scatter buffers are real,
+    NCCL's own buffers and the timing of overlap are not. Returns (model, uses_autocast).
+    """
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    world = cfg["gpus"]
+    if not dist.is_initialized():
+        dist.init_process_group(backend="fake", rank=0, world_size=world, store=FakeStore())
+    method = cfg["method"]
+    if method == "cdp":  # DDP, default buckets (25 MiB), gradient_as_bucket_view False (HF's)
+        from torch.nn.parallel import DistributedDataParallel
+        notes.append("wrap=DDP")
+        return DistributedDataParallel(model, device_ids=[torch.cuda.current_device()]), True
+    from torch.distributed.device_mesh import init_device_mesh
+    mesh = init_device_mesh("cuda", (world,))
+    layers = decoder_layers(model)
+    if not layers:
+        raise RuntimeError("no decoder layers found (_no_split_modules)")
+    if method == "adp":
+        try:
+            from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        except ImportError:  # torch < 2.6
+            from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard
+        mp = None
+        if cfg["precision"] in ("bf16", "fp16"):
+            # torchtitan's policy (and accelerate's FSDP2 mixed precision): compute in the
+            # 16-bit dtype, reduce gradients in fp32; fully_shard casts, so no autocast
+            half = torch.bfloat16 if cfg["precision"] == "bf16" else torch.float16
+            mp = MixedPrecisionPolicy(param_dtype=half, reduce_dtype=torch.float32)
+        for layer in layers:
+            fully_shard(layer, mesh=mesh, mp_policy=mp) if mp else fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh, mp_policy=mp) if mp else fully_shard(model, mesh=mesh)
+        notes.append(f"wrap=fully_shard per block ({len(layers)}) + root")
+        return model, False
+    # tp: Megatron's split of a Llama-like block (torchtitan's plan without sequence
+    # parallelism); embedding and LM head stay replicated
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                   parallelize_module)
+    plan = {"self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
+            "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(),
+            "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(),
+            "mlp.down_proj": RowwiseParallel()}
+    for layer in layers:
+        parallelize_module(layer, mesh, plan)
+    notes.append(f"wrap=tensor parallel q/k/v/gate/up colwise, o/down rowwise ({len(layers)})")
+    return model, True
+
+
+class LiveTensors:
+    """At the step's highest allocated memory between operators, what is alive.
+
+    A TorchDispatchMode sees every operator's outputs (forward and backward: the autograd engine
+    carries the mode to its thread) and keeps, per storage address, the producing operator,
+    shape and dtype, with weak references so dead tensors drop out. Once the allocated memory
+    passes `threshold` and reaches a new maximum, it captures the live records and, when the
+    allocator records history, the allocator's live blocks with their frames
+    (snapshot_summary.py joins and prints them).
+    """
+
+    def __init__(self, threshold, roles):
+        import weakref
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_leaves
+        outer = self
+        self.weakref = weakref
+        self.threshold, self.roles = threshold, roles
+        self.entries = {}
+        self.best = 0
+        self.capture = None
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                for t in tree_leaves(out):
+                    if isinstance(t, torch.Tensor) and t.is_cuda:
+                        outer.note(t, func)
+                outer.check()
+                return out
+
+        self.mode = Mode()
+
+    def note(self, t, func):
+        try:
+            st = t.untyped_storage()
+            ptr, nbytes = st.data_ptr(), st.nbytes()
+        except Exception:  # a tensor without storage (sparse, wrapper subclass)
+            return
+        e = self.entries.get(ptr)
+        if e is not None and e["nbytes"] == nbytes and any(r() is not None for r in e["refs"]):
+            e["refs"].append(self.weakref.ref(t))  # a view of a live storage: keep its creator
+            return
+        self.entries[ptr] = {"ptr": ptr, "nbytes": nbytes, "shape": list(t.shape),
+                             "dtype": str(t.dtype).replace("torch.", ""),
+                             "op": getattr(func, "__name__", str(func)),
+                             "refs": [self.weakref.ref(t)]}
+
+    def check(self):
+        a = torch.cuda.memory_allocated()
+        if a <= self.best:
+            return
+        self.best = a
+        if a < self.threshold:
+            return
+        roles = self.roles()
+        tensors = []
+        for ptr, e in self.entries.items():
+            if any(r() is not None for r in e["refs"]):
+                tensors.append({k: e[k] for k in ("ptr", "nbytes", "shape", "dtype", "op")})
+                tensors[-1]["role"] = roles.get(ptr, "")
+        for ptr, role in roles.items():  # parameters made before the mode started
+            if ptr not in self.entries:
+                tensors.append({"ptr": ptr, "nbytes": 0, "shape": [], "dtype": "", "op": "",
+                                "role": role})
+        self.capture = {"allocated": a, "tensors": tensors, "blocks": allocator_blocks()}
+
+
+def allocator_blocks():
+    """Live blocks of the caching allocator with their allocating frames ([] without history)."""
+    try:
+        snap = torch.cuda.memory._snapshot()
+    except Exception:
+        return []
+    out = []
+    for seg in snap.get("segments", ()):
+        for b in seg.get("blocks", ()):
+            if b.get("state") != "active_allocated":
+                continue
+            frames = [f"{f.get('filename', '?')}:{f.get('line', '?')} {f.get('name', '?')}"
+                      for f in b.get("frames", ())]
+            out.append({"address": b["address"], "size": b["size"], "frames": frames})
+    return out
+
+
+def tensor_roles(model, optimizer):
+    """Storage address -> parameter / gradient / optimizer state, at the time of the call."""
+    roles = {}
+
+    def add(t, role):
+        if isinstance(t, torch.Tensor) and t.is_cuda:
+            t = t.to_local() if hasattr(t, "to_local") else t  # a DTensor's local shard
+            roles.setdefault(t.untyped_storage().data_ptr(), role)
+
+    for p in model.parameters():
+        add(p, "parameter")
+        if p.grad is not None:
+            add(p.grad, "gradient")
+    for state in getattr(optimizer, "state", {}).values():
+        for v in state.values():
+            add(v, "optimizer state")
+    return roles
+
+
+def forward_loss(model, batch, amp):
+    ids, mask, labels = (None if t is None else t.cuda() for t in batch)
+    with amp:
+        return model(input_ids=ids, attention_mask=mask, labels=labels).loss
+
+
+def run_loop(model, optimizer, scaler, amp, batches, peaks, snap):
+    """Our own training loop: forward + loss, backward, step, zero_grad per batch."""
+    step_s, losses, skipped = [], [], 0
+    for step, batch in enumerate(batches, 1):
+        last = step == len(batches)
+        mode = snap.mode if (snap and last) else contextlib.nullcontext()
+        t0 = time.perf_counter()
+        with mode:
+            loss = forward_loss(model, batch, amp)
             losses.append(float(loss.detach().float()))
-            close_phase("forward")
-            phase = f"step {step} backward"
+            peaks.close("loss")
             (scaler.scale(loss) if scaler else loss).backward()
             del loss
-            close_phase("backward")
-            phase = f"step {step} optimizer"
+            peaks.close("backward")
             if scaler:
                 before = scaler.get_scale()
                 scaler.step(optimizer)
@@ -364,31 +497,239 @@ def run_job(job):
             else:
                 optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-            close_phase("optimizer")
-            step_s.append(time.perf_counter() - t0)
+        peaks.close("optimizer")
+        step_s.append(time.perf_counter() - t0)
+    return step_s, losses, skipped
 
-        res.update(status="ok", peak_allocated=max(peaks.values()), peak_reserved=reserved,
-                   peak_device=device, phase_forward=peaks["forward"],
-                   phase_backward=peaks["backward"], phase_optimizer=peaks["optimizer"])
-        notes.append("step_s=" + "/".join(f"{s:.2f}" for s in step_s))
-        tokens = cfg["micro_batch"] * cfg["seq_len"]
+
+def trainer_optim(cfg):
+    """TrainingArguments.optim for the configuration's optimizer."""
+    feats = cfg.get("features", ())
+    if cfg["optimizer"] == "sgd":
+        return "sgd"
+    if cfg["optimizer"] == "adamw8bit":
+        return "paged_adamw_8bit" if "paged" in feats else "adamw_bnb_8bit"
+    if "paged" in feats:
+        return "paged_adamw_32bit"
+    return "adamw_torch_fused" if "fused" in feats else "adamw_torch"
+
+
+def run_trainer(model, cfg, batches, peaks, notes):
+    """transformers.Trainer at the installed version: its optimizer, autocast and loss path.
+
+    The batches are fed one micro-batch per step in order (a dataset of whole batches and a
+    collator that unwraps them), so the lengths are those of the loop runner. Phases: the LM
+    head hook closes forward, a hook on the model's forward closes the loss, the callback's
+    on_pre_optimizer_step closes backward (transformers >= 4.45; older ones fold backward into
+    the optimizer phase, noted), on_step_end closes the optimizer step and zero_grad.
+    """
+    import tempfile as _tempfile
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+    step_s, t0 = [], [0.0]
+    has_pre = hasattr(TrainerCallback, "on_pre_optimizer_step")
+
+    class Phases(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            t0[0] = time.perf_counter()
+
+        def on_pre_optimizer_step(self, args, state, control, **kw):
+            peaks.close("backward")
+
+        def on_step_end(self, args, state, control, **kw):
+            peaks.close("optimizer")
+            step_s.append(time.perf_counter() - t0[0])
+
+    class Batches(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(batches)
+
+        def __getitem__(self, i):
+            ids, mask, labels = batches[i]
+            d = {"input_ids": ids, "labels": labels}
+            if mask is not None:
+                d["attention_mask"] = mask
+            return d
+
+    prec = cfg["precision"]
+    with _tempfile.TemporaryDirectory() as tmp:
+        args = TrainingArguments(
+            output_dir=tmp, per_device_train_batch_size=1, max_steps=len(batches),
+            learning_rate=1e-5, lr_scheduler_type="constant", optim=trainer_optim(cfg),
+            bf16=prec == "bf16", fp16=prec == "fp16", report_to=[], save_strategy="no",
+            logging_strategy="no", disable_tqdm=True, dataloader_num_workers=0,
+            dataloader_pin_memory=False, remove_unused_columns=False, seed=0)
+        trainer = Trainer(model=model, args=args, train_dataset=Batches(),
+                          data_collator=lambda items: items[0])
+        trainer.add_callback(Phases())
+        # the Trainer shuffles; a sequential sampler keeps the loop runner's order
+        trainer._get_train_sampler = lambda *a, **k: torch.utils.data.SequentialSampler(
+            range(len(batches)))
+        trainer.train()
+    notes.append(f"trainer_optim={trainer_optim(cfg)}")
+    if not has_pre:
+        notes.append("no on_pre_optimizer_step: backward is inside the optimizer phase")
+    return step_s
+
+
+def build_for_training(cfg, row, notes):
+    """The model (built, quantized, checkpointed, LoRA-wrapped), trainable parameters, config."""
+    hf_cfg, dropped = make_config(row)
+    if dropped:
+        notes.append("config_keys_dropped=" + "+".join(dropped))
+    model = build_model(hf_cfg, cfg["attention"], weight_dtype(cfg))
+    tied = ensure_tied(model, hf_cfg)
+    n_params = sum(p.numel() for p in model.parameters())
+    notes.append(f"params={n_params} tied={int(tied)}")
+    if row.get("params", 0) > 0 and abs(n_params - row["params"]) > 0.01 * row["params"]:
+        notes.append(f"params_mismatch catalog={row['params']}")
+    notes.append(f"attn_impl={getattr(model.config, '_attn_implementation', '?')}")
+    ckpt = cfg["grad_ckpt"] == "on"
+    if cfg["quant"] != "none":
+        quantize_linears(model, cfg["quant"], compute_dtype(cfg))
+        if "kbit-prep" in cfg.get("features", ()):
+            from peft import prepare_model_for_kbit_training
+            model = prepare_model_for_kbit_training(
+                model, use_gradient_checkpointing=ckpt,
+                gradient_checkpointing_kwargs={"use_reentrant": False})
+    if ckpt:
+        # Before peft wraps the model, as prepare_model_for_kbit_training does; the
+        # non-reentrant variant needs no input that requires grad under a frozen base.
+        model.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": False})
+    if cfg["finetune"] != "full":
+        adapter_dtype = torch.bfloat16 if cfg["precision"] == "bf16-pure" else torch.float32
+        model, names = apply_lora(model, row, cfg, adapter_dtype)
+        notes.append("lora_modules=" + "+".join(names))
+    model.train()
+    return model, hf_cfg
+
+
+def context_bytes(dev, res, notes):
+    """CUDA context: NVML's used memory after the first allocation, less what the caching
+    allocator holds for that tiny tensor and less what was in use before we started."""
+    idle = dev.used()
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    used = dev.used()
+    if idle is not None and used is not None:
+        res["context"] = used - idle - torch.cuda.memory_reserved()
+        notes.append(f"nvml_idle_gib={idle / 2**30:.4f}")
+    if dev.kind:
+        notes.append(f"device_via={dev.kind}")
+    alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
+    if alloc_conf:
+        notes.append(f"alloc_conf={alloc_conf}")
+    return idle
+
+
+def run_job(job):
+    cfg, row = job["config"], job["model_row"]
+    notes = []
+    res = {"status": "error:unknown", "notes": notes}
+    phase = ["init"]
+    dev = DeviceMemory()
+    try:
+        phase[0] = "cuda init"
+        idle = context_bytes(dev, res, notes)
+        torch.manual_seed(0)
+        phase[0] = "build"
+        model, hf_cfg = build_for_training(cfg, row, notes)
+        head = model.get_output_embeddings()
+        autocast_ok = True
+        if cfg.get("method", "single") != "single":
+            phase[0] = "parallelize"
+            model, autocast_ok = parallelize(model, cfg, notes)
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        notes.append(f"trainable={sum(p.numel() for p in trainable)}")
+
+        scaler, amp = None, contextlib.nullcontext()
+        if cfg["precision"] in ("fp16", "bf16") and autocast_ok:
+            amp_dtype = torch.float16 if cfg["precision"] == "fp16" else torch.bfloat16
+            amp = torch.autocast("cuda", dtype=amp_dtype)
+            if cfg["precision"] == "fp16":
+                scaler = torch.amp.GradScaler("cuda")  # HF Trainer's default init scale 2^16
+        vocab = int(getattr(hf_cfg, "vocab_size", row["vocab"]))
+        batches = make_batches(cfg, vocab, cfg.get("steps", 3))
+        notes.append(f"data={cfg.get('data', 'packed')} tokens=" +
+                     "/".join(str(int(b[0].numel())) for b in batches[:8]) +
+                     ("/..." if len(batches) > 8 else ""))
+
+        # Leftovers of construction (the dense copy a quantized layer replaced, init
+        # temporaries) sit in the allocator's cache; a loaded model would not have them.
+        gc.collect()
+        torch.cuda.empty_cache()
+        torch.cuda.synchronize()
+        notes.append(f"static_gib={torch.cuda.memory_allocated() / 2**30:.4f}")
+
+        peaks = PhasePeaks(dev, idle)
+        if head is not None:
+            head.register_forward_hook(lambda *_: peaks.close("forward"))
+        torch.cuda.reset_peak_memory_stats()
+        if cfg.get("runner", "loop") == "trainer":
+            phase[0] = "trainer"
+            model.register_forward_hook(lambda *_: peaks.close("loss"))
+            step_s = run_trainer(model, cfg, batches, peaks, notes)
+            losses, skipped, optimizer = [], 0, None
+        else:
+            optimizer, opt_note = make_optimizer(cfg, trainable)
+            notes.append(f"optim_impl={opt_note}")
+            snap = None
+            if cfg.get("snapshot"):
+                phase[0] = "steps before the snapshot"
+                step_s, losses, skipped = run_loop(model, optimizer, scaler, amp, batches[:-1],
+                                                   peaks, None)
+                # capture from 98 % of the peak so far: the last step's highest operator
+                # boundary, without a capture at every operator on the way up
+                threshold = 0.98 * max(peaks.peaks.values())
+                torch.cuda.memory._record_memory_history(max_entries=200000)
+                snap = LiveTensors(threshold, lambda: tensor_roles(model, optimizer))
+                phase[0] = "snapshot step"
+                s2, l2, k2 = run_loop(model, optimizer, scaler, amp, batches[-1:], peaks, snap)
+                torch.cuda.memory._record_memory_history(enabled=None)
+                step_s, losses, skipped = step_s + s2, losses + l2, skipped + k2
+                res["snapshot"] = snapshot_text(snap, max(peaks.peaks.values()), cfg, job)
+            else:
+                phase[0] = "steps"
+                step_s, losses, skipped = run_loop(model, optimizer, scaler, amp, batches,
+                                                   peaks, None)
+
+        res.update(status="ok", peak_allocated=max(peaks.peaks.values()),
+                   peak_reserved=peaks.reserved, peak_device=peaks.device,
+                   **{f"phase_{k}": v for k, v in peaks.peaks.items()})
+        notes.append("step_s=" + "/".join(f"{s:.2f}" for s in step_s[:8]))
+        tokens = [int(b[2].ne(-100).sum()) for b in batches]
         if len(step_s) > 1:
-            notes.append(f"tokens_per_s={tokens * (len(step_s) - 1) / sum(step_s[1:]):.0f}")
-        notes.append("loss=" + "/".join(f"{x:.3f}" for x in losses))
-        if overhead is not None:
-            notes.append(f"nonalloc_gib={overhead / 2**30:.4f}")
+            tps = sum(tokens[1:len(step_s)]) / sum(step_s[1:])
+            res["tokens_per_s"] = tps
+            notes.append(f"tokens_per_s={tps:.0f}")
+        if losses:
+            notes.append("loss=" + "/".join(f"{x:.3f}" for x in losses[:4]))
+        if peaks.overhead is not None:
+            notes.append(f"nonalloc_gib={peaks.overhead / 2**30:.4f}")
         if scaler:
             notes.append(f"fp16_skipped_steps={skipped}")
-        if cfg["optimizer"] != "sgd" and not getattr(optimizer, "state", None):
+        if optimizer is not None and cfg["optimizer"] != "sgd" and not getattr(optimizer, "state", None):
             notes.append("warning: optimizer state never created")
     except Exception as e:  # every failure becomes a row; the parent goes on
         if _is_oom(e):
             res["status"] = "oom"
-            notes.append(f"oom in {phase}")
+            notes.append(f"oom in {phase[0]}")
             notes.append(f"allocated_at_oom_gib={torch.cuda.memory_allocated() / 2**30:.4f}")
         else:
             res["status"] = f"error:{type(e).__name__}"
-            notes.append(f"in {phase}: {str(e).splitlines()[0][:300] if str(e) else ''}")
+            notes.append(f"in {phase[0]}: {str(e).splitlines()[0][:300] if str(e) else ''}")
             import traceback
             traceback.print_exc()  # goes to the log file
     return res
+
+
+def snapshot_text(snap, max_allocated, cfg, job):
+    """The summary file's text, or a line saying why there is none."""
+    import snapshot_summary
+    if snap.capture is None:
+        return (f"# {job['id']}: no operator boundary of the last step reached "
+                f"{snap.threshold / 2**30:.3f} GiB (98 % of the earlier steps' peak)\n")
+    cap = dict(snap.capture, max_allocated=max_allocated)
+    title = f"# {job['id']} {job['model_row']['model']} {json.dumps(cfg, sort_keys=True)}"
+    return snapshot_summary.summarize(cap, title)

@@ -108,10 +108,11 @@ class TestDryRun(Fixture):
         self.assertIn("note: cannot read", p.stdout)
 
     def test_only(self):
-        p = run_cli("--dry-run", "--only", "falcon|opt-1\\.3b", "--models-csv", self.models_csv)
+        p = run_cli("--dry-run", "--grid", "h100-30min", "--only", "falcon|opt-1\\.3b",
+                    "--models-csv", self.models_csv)
         self.assertEqual(p.returncode, 0, p.stderr)
-        body = [ln for ln in p.stdout.splitlines() if ln.startswith(grids.DEFAULT_GRID)]
-        expect = sum(1 for c in grids.GRIDS[grids.DEFAULT_GRID]
+        body = [ln for ln in p.stdout.splitlines() if ln.startswith("h100-30min")]
+        expect = sum(1 for c in grids.GRIDS["h100-30min"]
                      if "falcon" in c["model"] or "opt-1.3b" in c["model"])
         self.assertEqual(len(body), expect)
         self.assertGreater(expect, 0)
@@ -136,8 +137,82 @@ class TestGrids(Fixture):
             for i, cfg in enumerate(configs):
                 self.assertEqual(measure.validate_config(cfg), [], f"{name}-{i:02d}")
 
-    def test_default_grid_spread(self):
+    def test_default_grid_covers_issue_11(self):
+        """What issue 11 asks the grid to cover, and that every entry is valid."""
         g = grids.GRIDS[grids.DEFAULT_GRID]
+        self.assertTrue(35 <= len(g) <= 70, len(g))
+        self.assertEqual([measure.validate_config(c) for c in g], [[]] * len(g))
+        def vals(key):
+            return {c.get(key) for c in g}
+        self.assertLessEqual({"bf16", "bf16-pure"}, vals("precision"))
+        self.assertLessEqual({"full", "lora"}, vals("finetune"))
+        self.assertEqual({"on", "off"}, vals("grad_ckpt"))
+        self.assertEqual({"sdpa", "eager"}, vals("attention"))
+        self.assertEqual({"packed", "variable"}, vals("data"))
+        self.assertEqual({"default", "expandable"}, vals("alloc_conf"))
+        self.assertEqual({"loop", "trainer"}, vals("runner"))
+        self.assertLessEqual({"adamw", "sgd"}, vals("optimizer"))
+        self.assertTrue(any("fused" in c["features"] for c in g))
+        self.assertTrue(any(c["optimizer"] == "adamw" and not c["features"] for c in g))
+        self.assertEqual({"single", "cdp", "adp", "tp"}, vals("method"))
+        self.assertLessEqual({2, 4, 8}, {c["gpus"] for c in g if c["method"] != "single"})
+        self.assertGreaterEqual(sum(bool(c["snapshot"]) for c in g), 3)
+        qwen = {c["model"] for c in g if c["model"].startswith("Qwen/Qwen2.5")}
+        llama = {c["model"] for c in g if c["model"].startswith("meta-llama/")}
+        self.assertGreaterEqual(len(qwen), 3)  # three sizes of one family
+        self.assertGreaterEqual(len(llama), 1)  # and a second vocabulary
+        # micro-batch x sequence at equal tokens, each both packed and variable
+        shapes = {(c["micro_batch"], c["seq_len"], c["data"]) for c in g
+                  if c["model"] == grids.Q15 and c["runner"] == "loop"}
+        for b, s in ((1, 4096), (2, 2048), (4, 1024), (8, 512)):
+            self.assertIn((b, s, "packed"), shapes)
+            self.assertIn((b, s, "variable"), shapes)
+
+    def test_validate_layout_rejects(self):
+        good = grids.c("gpt2")
+        for bad in (dict(good, method="zero9"), dict(good, method="adp", gpus=1),
+                    dict(good, gpus=4), dict(good, data="ragged"),
+                    dict(good, alloc_conf="huge"), dict(good, runner="deepspeed"),
+                    dict(good, method="adp", gpus=2, runner="trainer"),
+                    dict(grids.c("gpt2", finetune="lora"), method="tp", gpus=2),
+                    dict(good, method="tp", gpus=2, snapshot=True),
+                    dict(good, snapshot=True, steps=1)):
+            self.assertNotEqual(measure.validate_config(bad), [], bad)
+        row = {"model_type": "llama", "heads": 32, "kv_heads": 8, "pos_emb": "rope",
+               "max_pos": 0}
+        tp = grids.c("x", method="tp", gpus=8)
+        self.assertEqual(measure.check_against_catalog(tp, row), [])
+        self.assertNotEqual(measure.check_against_catalog(dict(tp, gpus=16), row), [])
+        self.assertNotEqual(measure.check_against_catalog(tp, dict(row, model_type="gpt2")), [])
+
+    def test_variable_and_fake_pg_rows(self):
+        res = {"status": "ok", "peak_allocated": 1 << 30, "peak_reserved": 2 << 30,
+               "peak_device": 3 << 30, "phase_loss": 1 << 30, "tokens_per_s": 1234.4}
+        var = grids.c("gpt2", data="variable", alloc="expandable")
+        r = measure.rows_for_result(var, "x-00", res, {})[0]
+        self.assertEqual((r["seq_kind"], r["data"], r["alloc_conf"], r["peak_loss_gib"],
+                          r["tokens_per_s_gpu"]), ("cap", "variable", "expandable", "1.0000", "1234"))
+        self.assertEqual(var["steps"], 30)
+        fsdp = grids.c("gpt2", method="adp", gpus=4, runner="loop", features=["fused"])
+        r = measure.rows_for_result(fsdp, "x-01", res, {})[0]
+        self.assertEqual((r["method"], r["gpus"], r["tp"], r["features"], r["tokens_per_s_gpu"]),
+                         ("adp", 4, 1, "fused+fake-pg", ""))
+        tp = grids.c("gpt2", method="tp", gpus=2, runner="trainer")
+        r = measure.rows_for_result(dict(tp, runner="trainer"), "x-02", res, {})[0]
+        self.assertEqual((r["tp"], r["features"]), (2, "fake-pg+hf-trainer"))
+        self.assertNotEqual(measure.config_key(var, "x"), measure.config_key(grids.c("gpt2"), "x"))
+
+    def test_child_env_alloc_conf(self):
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "max_split_size_mb:64"
+        try:
+            self.assertNotIn("PYTORCH_CUDA_ALLOC_CONF", measure.child_env(grids.c("gpt2")))
+            env = measure.child_env(grids.c("gpt2", alloc="expandable"))
+            self.assertEqual(env["PYTORCH_CUDA_ALLOC_CONF"], "expandable_segments:True")
+        finally:
+            del os.environ["PYTORCH_CUDA_ALLOC_CONF"]
+
+    def test_old_grid_spread(self):
+        g = grids.GRIDS["h100-30min"]
         self.assertTrue(35 <= len(g) <= 70, len(g))
         for key in ("precision", "finetune", "grad_ckpt", "optimizer", "attention"):
             values = {c[key] for c in g}
@@ -335,7 +410,7 @@ class TestCsv(unittest.TestCase):
         self.assertEqual(measure.CSV_COLUMNS[18:], (
             "id", "grade", "stack", "features", "attention", "seq_kind", "notes",
             "peak_forward_gib", "peak_backward_gib", "peak_optimizer_gib", "context_gib",
-            "status"))
+            "status", "peak_loss_gib", "data", "alloc_conf", "tokens_per_s_gpu"))
 
     def test_ok_rows(self):
         cfg = grids.c("Qwen/Qwen2.5-0.5B", "bf16", "lora", r=8, targets="q+v", mb=2, seq=256,
@@ -435,10 +510,63 @@ def run_job(job):
         sys.stdout.flush()
         os._exit(9)                       # a crash Python cannot report
     print("some library chatter on stdout")
-    return {"status": "ok", "peak_allocated": 2 * G, "peak_reserved": 3 * G,
-            "peak_device": 4 * G, "phase_forward": G, "phase_backward": 2 * G,
-            "phase_optimizer": G, "context": G // 2, "notes": ["fake"]}
+    res = {"status": "ok", "peak_allocated": 2 * G, "peak_reserved": 3 * G,
+           "peak_device": 4 * G, "phase_forward": G, "phase_backward": 2 * G,
+           "phase_optimizer": G, "context": G // 2,
+           "notes": ["fake", "alloc=" + os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "none")]}
+    if cfg.get("snapshot"):
+        res["snapshot"] = "live tensors of " + job["id"] + "\\n"
+    return res
 '''
+
+
+class TestSnapshotSummary(unittest.TestCase):
+    """The join of allocator blocks and tensor records, on a hand-made capture."""
+
+    def test_join_and_order(self):
+        import snapshot_summary as ss
+        M = 1 << 20
+        site = "/x/site-packages/"
+        cap = {"allocated": 10 * 1024 * M, "max_allocated": 11 * 1024 * M,
+               "tensors": [
+                   {"ptr": 100, "nbytes": 64 * M, "shape": [4, 1024, 4096], "dtype": "float32",
+                    "op": "_to_copy", "role": ""},
+                   {"ptr": 200, "nbytes": 8 * M, "shape": [1024, 2048], "dtype": "bfloat16",
+                    "op": "", "role": "parameter"},
+                   {"ptr": 300, "nbytes": 8 * M, "shape": [1024, 2048], "dtype": "bfloat16",
+                    "op": "mm", "role": "gradient"},
+                   {"ptr": 400, "nbytes": 2 * M, "shape": [4, 128], "dtype": "float32",
+                    "op": "_log_softmax", "role": ""}],
+               "blocks": [
+                   {"address": 100, "size": 64 * M,
+                    "frames": [site + "torch/_tensor.py:1 f",
+                               site + "transformers/loss/loss_utils.py:30 fixed_cross_entropy"]},
+                   {"address": 200, "size": 8 * M, "frames": []},
+                   {"address": 300, "size": 8 * M, "frames": []},
+                   {"address": 999, "size": 32 * M, "frames": ["/a/cublas.py:5 workspace"]}]}
+        text = ss.summarize(cap, "# title", top=1)
+        lines = text.splitlines()
+        self.assertEqual(lines[0], "# title")
+        self.assertIn("10.000 GiB", lines[1])
+        self.assertIn("11.000 GiB", lines[1])
+        self.assertIn("live tensors with a record: 4", lines[2])
+        self.assertIn("allocator blocks without one: 1, 0.031 GiB", lines[2])
+        body = lines[5:]
+        # the largest listed tensor, with the frame in transformers (not torch/_tensor.py)
+        self.assertIn("4x1024x4096 float32 from aten._to_copy at "
+                      "transformers/loss/loss_utils.py:30 fixed_cross_entropy", text)
+        self.assertIn("4x1024x4096", body[0])  # largest first, groups among the tensors
+        self.assertEqual(body[1:3], ["       8.0      1  gradients", "       8.0      1  parameters"])
+        # top=1: the log-softmax tensor is counted, not listed (it had no block: no history)
+        self.assertIn("2.0      1  other tensors", text)
+        self.assertIn("32.0      1  (no tensor record) at /a/cublas.py:5 workspace", text)
+
+    def test_pick_frame(self):
+        import snapshot_summary as ss
+        self.assertEqual(ss.pick_frame(["a.py:1 x", "/p/peft/tuners/lora.py:9 forward"]),
+                         "/p/peft/tuners/lora.py:9 forward")
+        self.assertEqual(ss.pick_frame(["a.py:1 x"]), "a.py:1 x")
+        self.assertEqual(ss.pick_frame([]), "")
 
 
 class TestRealRunWithFakeWorker(Fixture):
@@ -467,7 +595,14 @@ class TestRealRunWithFakeWorker(Fixture):
         by_id = {}
         for r in rows:
             by_id.setdefault(r["id"], []).append(r)
-        self.assertEqual(sorted(by_id), [f"smoke-{i:02d}" for i in range(5)])
+        self.assertEqual(sorted(by_id), [f"smoke-{i:02d}" for i in range(11)])
+        self.assertIn("alloc=expandable_segments:True", by_id["smoke-06"][0]["notes"])
+        self.assertIn("alloc=none", by_id["smoke-05"][0]["notes"])
+        self.assertEqual((by_id["smoke-08"][0]["method"], by_id["smoke-08"][0]["gpus"]), ("adp", "2"))
+        snap = os.path.join(self.tmp.name, "run", "smoke-snapshots", "smoke-07.txt")
+        with open(snap, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "live tensors of smoke-07\n")
+        self.assertFalse(os.path.exists(snap.replace("smoke-07", "smoke-06")))
         self.assertEqual([r["metric"] for r in by_id["smoke-00"]], ["allocated", "reserved", "device"])
         self.assertEqual([r["measured_gib"] for r in by_id["smoke-00"]], ["2.0000", "3.0000", "4.0000"])
         self.assertEqual(by_id["smoke-00"][0]["gpu"], "H100-SXM-80GB")
@@ -483,7 +618,7 @@ class TestRealRunWithFakeWorker(Fixture):
         # Re-running resumes: ok/oom rows stay, the crash and the skip are retried once more.
         p = self.run_grid(out)
         self.assertEqual(p.returncode, 0, p.stderr + p.stdout)
-        self.assertIn("3 already done", p.stdout)
+        self.assertIn("9 already done", p.stdout)
         again = self.read(out)
         self.assertEqual(len(again), len(rows))
         self.assertEqual([r["id"] for r in again][-2:], ["smoke-03", "smoke-04"])
