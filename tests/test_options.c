@@ -277,6 +277,71 @@ static void test_default_axes(void **state)
     free(o);
 }
 
+static void test_table(void **state)
+{
+    (void)state;
+    const char *bad = options_table_problem();
+    if (bad)
+        fail_msg("option table: row '%s' out of order or twice for one command", bad);
+}
+
+/* The table's other commands: each option into its command's struct, the rest refused. */
+static void test_commands(void **state)
+{
+    (void)state;
+    char *v[] = {"validate", "--measured", "a.csv", "--measured=b.csv", "--summary",
+                 "--fail-above", "12.5", "--catalog", "d", NULL};
+    struct validate_args va = {0};
+    const char *measured[10];
+    va.measured = measured;
+    assert_int_equal(options_parse_cmd(CMD_VALIDATE, 9, v, &va, NULL, NULL), 0);
+    assert_int_equal(va.nmeasured, 2);
+    assert_string_equal(measured[1], "b.csv");
+    assert_true(va.summary_only && !va.paper);
+    assert_true(va.fail_above == 12.5);
+    assert_string_equal(va.data, "d");
+
+    char *f[] = {"fit", "--features", "1,b*s", "--features", "act=b*s", "--with-model", "add",
+                 "--append", NULL};
+    struct fit_args *fa = calloc(1, sizeof *fa);
+    assert_non_null(fa);
+    assert_int_equal(options_parse_cmd(CMD_FIT, 8, f, fa, NULL, NULL), 0);
+    assert_string_equal(fa->feat_all, "1,b*s");
+    assert_int_equal(fa->nfeat_for, 1);
+    assert_int_equal(fa->with_model, 2); /* RULES_ADD */
+    assert_true(fa->append);
+    free(fa);
+
+    /* merge: positionals are shards, "-" among them; --format without text or auto */
+    char *m[] = {"merge", "a.csv", "--top", "7", "-", "--format=json", NULL};
+    struct options *o = new_options();
+    const char *pos[6];
+    int npos = 0;
+    assert_int_equal(options_parse_cmd(CMD_MERGE, 6, m, o, pos, &npos), 0);
+    assert_int_equal(npos, 2);
+    assert_string_equal(pos[1], "-");
+    assert_int_equal(o->top, 7);
+    assert_int_equal(o->format, FORMAT_JSON);
+    char *mt[] = {"merge", "--format", "text", NULL};
+    assert_int_equal(options_parse_cmd(CMD_MERGE, 3, mt, o, pos, &npos), EXIT_USAGE);
+    free(o);
+
+    /* an option of another command, a flag with a value, help */
+    int device = 0;
+    char *p1[] = {"probe", "--gpu", "0", NULL}, *p2[] = {"probe", "--device=3", NULL};
+    char *p3[] = {"probe", "-h", NULL}, *p4[] = {"probe", "--device", "3x", NULL};
+    assert_int_equal(options_parse_cmd(CMD_PROBE, 3, p1, &device, NULL, NULL), EXIT_USAGE);
+    assert_int_equal(options_parse_cmd(CMD_PROBE, 2, p2, &device, NULL, NULL), 0);
+    assert_int_equal(device, 3);
+    assert_int_equal(options_parse_cmd(CMD_PROBE, 2, p3, &device, NULL, NULL), -1);
+    assert_int_equal(options_parse_cmd(CMD_PROBE, 3, p4, &device, NULL, NULL), EXIT_USAGE);
+    struct options *so = new_options();
+    char buf[64];
+    assert_int_equal(parse_line("--all=yes", OPTIONS_SWEEP, so, buf, sizeof buf), EXIT_USAGE);
+    assert_int_equal(parse_line("--measured a.csv", OPTIONS_SWEEP, so, buf, sizeof buf), EXIT_USAGE);
+    free(so);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,6 +353,8 @@ int main(void)
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_explain_mode),
         cmocka_unit_test(test_default_axes),
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

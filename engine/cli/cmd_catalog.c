@@ -5,21 +5,17 @@
 
 #include "catalog.h"
 #include "commands.h"
+#include "options.h"
 #include "units.h"
 
 static int load(int argc, char **argv, struct catalog *c)
 {
     const char *dir = NULL;
-    for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "--catalog") || !strcmp(argv[i], "--data")) && i + 1 < argc) {
-            dir = argv[++i];
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: llmem-sweep %s [--catalog DIR]\n", argv[0]);
-            return -1;
-        } else {
-            return usage_error(argv[0], "unknown option '%s'", argv[i]);
-        }
-    }
+    int rc = options_parse_cmd(CMD_CATALOG, argc, argv, &dir, NULL, NULL);
+    if (rc < 0)
+        printf("usage: llmem-sweep %s [--catalog DIR]\n", argv[0]);
+    if (rc)
+        return rc;
     struct input_error e;
     if (catalog_load(dir ? dir : catalog_default_dir(), c, &e) != 0) {
         input_error_print(&e);

@@ -2,6 +2,7 @@
  * what devices.c reports; all CUDA knowledge stays there. */
 #include "devices.h"
 #include "error.h"
+#include "options.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -17,33 +18,6 @@
 
 static const double gib = 1024.0 * 1024.0 * 1024.0;
 static const uint64_t mib = 1024u * 1024u;
-
-enum devices_format { FORMAT_TEXT, FORMAT_JSON };
-
-/* Matches `--name value` and `--name=value`. Returns 0 when argv[*i] is another option,
- * 1 when it matched (*value is NULL when the value is missing); advances *i past a
- * separate value. */
-static int option_value(int argc, char **argv, int *i, const char *name, const char **value)
-{
-    const char *arg = argv[*i];
-    size_t len = strlen(name);
-    if (strncmp(arg, name, len) != 0)
-        return 0;
-    if (arg[len] == '=') {
-        *value = arg + len + 1;
-        return 1;
-    }
-    if (arg[len] != '\0')
-        return 0;
-    *value = (*i + 1 < argc) ? argv[++*i] : NULL;
-    return 1;
-}
-
-static int is_help(const char *arg)
-{
-    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
-}
-
 
 /* ---- devices ---------------------------------------------------------------------------- */
 
@@ -64,34 +38,6 @@ static void devices_usage(void)
           "Exit codes: 0 success (also with no GPU), 2 usage error, 4 unexpected CUDA error or\n"
           "output error.\n",
           stdout);
-}
-
-static int parse_devices_args(int argc, char **argv, enum devices_format *fmt, int *help)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *value = NULL;
-        if (is_help(argv[i])) {
-            *help = 1;
-            return EXIT_OK;
-        }
-        if (option_value(argc, argv, &i, "--format", &value)) {
-            if (value == NULL)
-                return usage_error("devices",
-                                   "option '--format' needs a value (text or json)");
-            if (strcmp(value, "text") == 0)
-                *fmt = FORMAT_TEXT;
-            else if (strcmp(value, "json") == 0)
-                *fmt = FORMAT_JSON;
-            else
-                return usage_error("devices", "unknown format '%s' (use text or json)",
-                                   value);
-        } else if (argv[i][0] == '-') {
-            return usage_error("devices", "unknown option '%s'", argv[i]);
-        } else {
-            return usage_error("devices", "unexpected argument '%s'", argv[i]);
-        }
-    }
-    return EXIT_OK;
 }
 
 static void print_devices_text(const struct device_info *devs, int n, const char *note)
@@ -143,15 +89,14 @@ static int print_devices_json(const struct device_info *devs, int n, const char 
 
 int cmd_devices(int argc, char **argv)
 {
-    enum devices_format fmt = FORMAT_TEXT;
-    int help = 0;
-    int rc = parse_devices_args(argc, argv, &fmt, &help);
-    if (rc != EXIT_OK)
-        return rc;
-    if (help) {
+    int json = 0; /* --format: 0 text, 1 json */
+    int rc = options_parse_cmd(CMD_DEVICES, argc, argv, &json, NULL, NULL);
+    if (rc < 0) {
         devices_usage();
         return EXIT_OK; /* main() checks stdout */
     }
+    if (rc != EXIT_OK)
+        return rc;
 
     struct device_info devs[DEVICES_SHOWN_MAX];
     char note[NOTE_MAX] = "";
@@ -163,7 +108,7 @@ int cmd_devices(int argc, char **argv)
     if (n > DEVICES_SHOWN_MAX)
         n = DEVICES_SHOWN_MAX;
 
-    if (fmt == FORMAT_JSON)
+    if (json)
         rc = print_devices_json(devs, n, note);
     else
         print_devices_text(devs, n, note);
@@ -190,54 +135,16 @@ static void probe_usage(void)
           stdout);
 }
 
-/* A device index: a whole non-negative decimal number that fits an int. */
-static int parse_index(const char *s, int *out)
-{
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v > INT_MAX)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-static int parse_probe_args(int argc, char **argv, int *device, int *help)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *value = NULL;
-        if (is_help(argv[i])) {
-            *help = 1;
-            return EXIT_OK;
-        }
-        if (option_value(argc, argv, &i, "--device", &value)) {
-            if (value == NULL)
-                return usage_error("probe",
-                                   "option '--device' needs a value (a device index)");
-            if (parse_index(value, device) != 0)
-                return usage_error("probe", "invalid device index '%s' (want 0, 1, ...)",
-                                   value);
-        } else if (argv[i][0] == '-') {
-            return usage_error("probe", "unknown option '%s'", argv[i]);
-        } else {
-            return usage_error("probe", "unexpected argument '%s'", argv[i]);
-        }
-    }
-    return EXIT_OK;
-}
-
 int cmd_probe(int argc, char **argv)
 {
-    int device = 0, help = 0;
-    int rc = parse_probe_args(argc, argv, &device, &help);
-    if (rc != EXIT_OK)
-        return rc;
-    if (help) {
+    int device = 0;
+    int rc = options_parse_cmd(CMD_PROBE, argc, argv, &device, NULL, NULL);
+    if (rc < 0) {
         probe_usage();
         return EXIT_OK; /* main() checks stdout */
     }
+    if (rc != EXIT_OK)
+        return rc;
 
     /* Count first: "no GPU" (exit 4) and "no such index" (exit 2) must be told apart. */
     char note[NOTE_MAX] = "";

@@ -12,6 +12,7 @@
 
 #include "answer.h"
 #include "commands.h"
+#include "options.h"
 #include "report.h"
 
 #define DIFF_THRESHOLD_DEFAULT 1.0 /* percent */
@@ -197,35 +198,17 @@ static int usage(void)
 int cmd_diff(int argc, char **argv)
 {
     struct diff d = {DIFF_THRESHOLD_DEFAULT, 0, 0};
-    const char *files[2];
+    const char **files = malloc((size_t)argc * sizeof *files); /* every argument may be one */
     int nfiles = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return usage();
-        if (!strcmp(argv[i], "--threshold") && i + 1 < argc) {
-            char *end;
-            d.threshold = strtod(argv[++i], &end);
-            if (end == argv[i] || *end || !(d.threshold >= 0 && d.threshold <= 1e6)) {
-                fprintf(stderr, "llmem-sweep: diff: invalid --threshold '%s' (a percentage)\n", argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "llmem-sweep: diff: unknown option '%s' (see --help)\n", argv[i]);
-            return EXIT_USAGE;
-        } else if (nfiles == 2) {
-            fprintf(stderr, "llmem-sweep: diff: takes two CSV files, OLD and NEW (see --help)\n");
-            return EXIT_USAGE;
-        } else {
-            files[nfiles++] = argv[i];
-        }
-    }
-    if (nfiles != 2) {
-        fprintf(stderr, "llmem-sweep: diff: takes two CSV files, OLD and NEW (see --help)\n");
-        return EXIT_USAGE;
+    int rc = files ? options_parse_cmd(CMD_DIFF, argc, argv, &d.threshold, files, &nfiles) : EXIT_IO;
+    if (!rc && nfiles != 2)
+        rc = usage_error("diff", "takes two CSV files, OLD and NEW");
+    if (rc) {
+        free(files);
+        return rc < 0 ? usage() : rc;
     }
     struct report r[2];
     memset(r, 0, sizeof r);
-    int rc = 0;
     for (int k = 0; k < 2 && !rc; k++) {
         struct input_error e;
         if (report_read_csv(&r[k], files[k], &e) != 0) {
@@ -243,5 +226,6 @@ int cmd_diff(int argc, char **argv)
     }
     report_free(&r[0]);
     report_free(&r[1]);
+    free(files);
     return rc ? rc : d.changes ? 1 : EXIT_OK; /* 1: something changed */
 }

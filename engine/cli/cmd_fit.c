@@ -15,21 +15,9 @@
 #include "commands.h"
 #include "csv_table.h"
 #include "fit.h"
+#include "options.h"
 #include "outfile.h"
 #include "rules.h"
-
-#define MAX_ARGS 64
-
-struct fit_args {
-    const char *measured[MAX_ARGS], *match[MAX_ARGS], *notes[MAX_ARGS];
-    size_t nmeasured, nmatch, nnotes;
-    const char *feat_all;                /* --features LIST */
-    const char *feat_for[MAX_ARGS];      /* --features CAND=LIST */
-    size_t nfeat_for;
-    const char *out, *set, *metric, *data;
-    int with_model;
-    bool append, verbose;
-};
 
 /* A candidate being fitted: its rows and features. */
 struct cand_fit {
@@ -64,78 +52,16 @@ static void usage(FILE *f)
 }
 
 
-static int push_arg(const char **v, size_t *n, const char *s, const char *opt)
-{
-    if (*n == MAX_ARGS)
-        return usage_error("fit", "too many %s options", opt);
-    v[(*n)++] = s;
-    return 0;
-}
-
-/* Stores the value of option opt; returns 0 or an exit code. */
-static int take(struct fit_args *a, const char *opt, const char *val)
-{
-    if (!strcmp(opt, "--measured"))
-        return push_arg(a->measured, &a->nmeasured, val, opt);
-    if (!strcmp(opt, "--match"))
-        return push_arg(a->match, &a->nmatch, val, opt);
-    if (!strcmp(opt, "--note"))
-        return push_arg(a->notes, &a->nnotes, val, opt);
-    if (!strcmp(opt, "--features")) {
-        if (strchr(val, '='))
-            return push_arg(a->feat_for, &a->nfeat_for, val, opt);
-        a->feat_all = val;
-        return 0;
-    }
-    if (!strcmp(opt, "--with-model")) {
-        a->with_model = !strcmp(val, "yes") ? 1 : !strcmp(val, "no") ? 0
-                        : !strcmp(val, "add") ? RULES_ADD : -1;
-        return a->with_model < 0 ? usage_error("fit", "--with-model takes yes, no or add, not '%s'", val)
-                                 : 0;
-    }
-    const char **slot = !strcmp(opt, "--out") ? &a->out : !strcmp(opt, "--set") ? &a->set
-                        : !strcmp(opt, "--metric") ? &a->metric : !strcmp(opt, "--data") ? &a->data
-                        : NULL;
-    if (!slot)
-        return usage_error("fit", "unknown option '%s'", opt);
-    *slot = val;
-    return 0;
-}
-
 /* Returns 0, -1 after --help, or an exit code. */
 static int parse_args(int argc, char **argv, struct fit_args *a)
 {
     memset(a, 0, sizeof *a);
     a->set = "fitted";
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            usage(stdout);
-            return -1;
-        }
-        if (!strcmp(arg, "--append") || !strcmp(arg, "--verbose")) {
-            *(arg[2] == 'a' ? &a->append : &a->verbose) = true;
-            continue;
-        }
-        if (strncmp(arg, "--", 2) != 0)
-            return usage_error("fit", "unexpected argument '%s'", arg);
-        char opt[32];
-        const char *eq = strchr(arg, '='), *val;
-        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (len >= sizeof opt)
-            return usage_error("fit", "unknown option '%s'", arg);
-        memcpy(opt, arg, len);
-        opt[len] = '\0';
-        if (eq)
-            val = eq + 1;
-        else if (i + 1 < argc)
-            val = argv[++i];
-        else
-            return usage_error("fit", "%s needs a value", arg);
-        int rc = take(a, opt, val);
-        if (rc)
-            return rc;
-    }
+    int rc = options_parse_cmd(CMD_FIT, argc, argv, a, NULL, NULL);
+    if (rc < 0)
+        usage(stdout);
+    if (rc)
+        return rc;
     if (!a->nmeasured || !a->out)
         return usage_error("fit", "%s", "--measured and --out are required");
     if (a->metric && rules_metric_parse(a->metric) < 0)
@@ -185,7 +111,7 @@ static int candidate_features(const struct fit_args *a, struct cand_fit *cf)
 {
     size_t max = sizeof cf->feat / sizeof cf->feat[0];
     size_t n = strlen(cf->name);
-    for (size_t i = 0; i < a->nfeat_for; i++) {
+    for (int i = 0; i < a->nfeat_for; i++) {
         if (strncmp(a->feat_for[i], cf->name, n) == 0 && a->feat_for[i][n] == '=') {
             cf->k = parse_features(a->feat_for[i] + n + 1, cf->feat, max);
             return cf->k ? 0 : EXIT_USAGE;
@@ -215,7 +141,7 @@ static struct rule_book *selection_book(const struct fit_args *a)
         rc = rules_add(rb, a->set, "", "with_model", "no", "--match", 0, &e);
     if (rc == 0)
         rc = rules_add(rb, a->set, "select", "1", "0", "--match", 0, &e);
-    for (size_t i = 0; rc == 0 && i < a->nmatch; i++) {
+    for (int i = 0; rc == 0 && i < a->nmatch; i++) {
         char key[64];
         const char *eq = strchr(a->match[i], '=');
         size_t len = eq ? (size_t)(eq - a->match[i]) : 0;
@@ -411,7 +337,7 @@ static void put_set(FILE *f, const struct fit_args *a, const struct fit_data *d,
                    "error band: held-out residuals (leave-one-model-out when it exists)");
         put_number(f, s, "", "band.hi", ceil(hi * 1e4) / 1e4, false, "");
     }
-    for (size_t i = 0; i < a->nmatch; i++) {
+    for (int i = 0; i < a->nmatch; i++) {
         char key[64];
         const char *eq = strchr(a->match[i], '=');
         snprintf(key, sizeof key, "%.*s", (int)(eq - a->match[i]), a->match[i]);
@@ -422,7 +348,7 @@ static void put_set(FILE *f, const struct fit_args *a, const struct fit_data *d,
     for (size_t i = 0; i < d->nfiles && w > 0 && (size_t)w < sizeof note; i++)
         w += snprintf(note + w, sizeof note - (size_t)w, "%s %s", i ? "," : "", d->files[i]);
     put_row(f, s, "", "note", note, "");
-    for (size_t i = 0; i < a->nnotes; i++)
+    for (int i = 0; i < a->nnotes; i++)
         put_row(f, s, "", "note", a->notes[i], "");
     for (size_t c = 0; c < ncf; c++) {
         const char *n = cf[c].name;
@@ -565,7 +491,7 @@ int cmd_fit(int argc, char **argv)
         return e.code;
     }
     struct fit_data d = {.log = a.verbose ? stderr : NULL};
-    for (size_t i = 0; rc == 0 && i < a.nmeasured; i++) {
+    for (int i = 0; rc == 0 && i < a.nmeasured; i++) {
         if (fit_data_load(&d, a.measured[i], &cat, &e) != 0) {
             input_error_print(&e);
             rc = e.code;

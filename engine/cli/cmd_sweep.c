@@ -187,37 +187,14 @@ static int check_disjoint(const struct report *rep, const size_t *first_row, con
 static int parse_merge_args(int argc, char **argv, struct options *o, const char **shards,
                             int *nshards)
 {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            puts("usage: llmem-sweep merge SHARD.csv... [--out FILE]... [--format F] [--top N]\n"
-                 "Combines the ranked CSVs of `--shard K/N` runs into one report; with the\n"
-                 "same --top as the shards, the CSV is byte-identical to a single run's.");
-            return -1;
-        } else if (!strcmp(argv[i], "--out") && i + 1 < argc && o->nouts < OPT_OUTS_MAX) {
-            o->outs[o->nouts++] = argv[++i];
-        } else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
-            const char *f = argv[++i];
-            o->format = !strcmp(f, "csv") ? FORMAT_CSV : !strcmp(f, "json") ? FORMAT_JSON
-                      : !strcmp(f, "html") ? FORMAT_HTML : !strcmp(f, "table") ? FORMAT_TABLE : FORMAT_AUTO;
-            if (o->format == FORMAT_AUTO) {
-                return usage_error("merge", "unknown format '%s'", f);
-            }
-        } else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
-            char *end;
-            o->top = strtol(argv[++i], &end, 10);
-            if (*end || o->top < 0) {
-                return usage_error("merge", "invalid --top '%s'", argv[i]);
-            }
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage_error("merge", "unknown option '%s'", argv[i]);
-        } else {
-            shards[(*nshards)++] = argv[i];
-        }
-    }
-    if (!*nshards) {
+    int rc = options_parse_cmd(CMD_MERGE, argc, argv, o, shards, nshards);
+    if (rc < 0)
+        puts("usage: llmem-sweep merge SHARD.csv... [--out FILE]... [--format F] [--top N]\n"
+             "Combines the ranked CSVs of `--shard K/N` runs into one report; with the\n"
+             "same --top as the shards, the CSV is byte-identical to a single run's.");
+    if (!rc && !*nshards)
         return usage_error("merge", "no shard CSV given");
-    }
-    return 0;
+    return rc;
 }
 
 int cmd_merge(int argc, char **argv)

@@ -7,20 +7,31 @@
 #include <string.h>
 
 #include "commands.h"
+#include "options.h"
 #include "outfile.h"
 #include "report.h"
 #include "validate.h"
 #include "validate_band.h"
 
-struct vargs {
-    const char **measured; /* every argument may be one: none is dropped */
-    int nmeasured;
-    const char *out, *rules, *data, *write_band;
-    bool paper, summary_only;
-    double fail_above; /* median |error| bound in %, < 0 = none */
-};
+static void usage(void)
+{
+    puts("usage: llmem-sweep validate --measured FILE.csv... [--out FILE.csv] [--rules PATH]\n"
+         "                            [--summary] [--fail-above PCT] [--paper] [--catalog DIR]\n"
+         "                            [--write-band FILE.csv]\n"
+         "Predicts each measured row for its metric (allocated, reserved, device,\n"
+         "reserved-delta) and prints predicted / measured / error per row and a summary\n"
+         "per source. Rows measured below what their own configuration must hold\n"
+         "(weights + gradients + optimizer states, or block inputs at the end of forward)\n"
+         "are marked inconsistent and left out of the summary. --fail-above exits 1 when\n"
+         "the median absolute error exceeds PCT. Each predicted row gets an error band\n"
+         "from the other sources' residuals (leave-one-source-out); its coverage and\n"
+         "width are printed per source. --write-band writes the band table of all rows\n"
+         "(what the sweep reads from datasets/band.csv). Rows with tokens_per_s_gpu\n"
+         "(metric none: throughput only) are compared with the speed model: per source\n"
+         "the median absolute error and the pairwise ordering agreement in each group.");
+}
 
-static int parse_args(int argc, char **argv, struct vargs *a)
+static int parse_args(int argc, char **argv, struct validate_args *a)
 {
     memset(a, 0, sizeof *a);
     a->fail_above = -1;
@@ -28,57 +39,14 @@ static int parse_args(int argc, char **argv, struct vargs *a)
         fputs("llmem-sweep: out of memory\n", stderr);
         return EXIT_IO;
     }
-    for (int i = 1; i < argc; i++) {
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            puts("usage: llmem-sweep validate --measured FILE.csv... [--out FILE.csv] [--rules PATH]\n"
-                 "                            [--summary] [--fail-above PCT] [--paper] [--catalog DIR]\n"
-                 "                            [--write-band FILE.csv]\n"
-                 "Predicts each measured row for its metric (allocated, reserved, device,\n"
-                 "reserved-delta) and prints predicted / measured / error per row and a summary\n"
-                 "per source. Rows measured below what their own configuration must hold\n"
-                 "(weights + gradients + optimizer states, or block inputs at the end of forward)\n"
-                 "are marked inconsistent and left out of the summary. --fail-above exits 1 when\n"
-                 "the median absolute error exceeds PCT. Each predicted row gets an error band\n"
-                 "from the other sources' residuals (leave-one-source-out); its coverage and\n"
-                 "width are printed per source. --write-band writes the band table of all rows\n"
-                 "(what the sweep reads from datasets/band.csv). Rows with tokens_per_s_gpu\n"
-                 "(metric none: throughput only) are compared with the speed model: per source\n"
-                 "the median absolute error and the pairwise ordering agreement in each group.");
-            return -1;
-        }
-        if (!strcmp(argv[i], "--paper") || !strcmp(argv[i], "--summary")) {
-            *(argv[i][2] == 'p' ? &a->paper : &a->summary_only) = true;
-            continue;
-        }
-        if (!v) {
-            return usage_error("validate", "%s needs a value", argv[i]);
-        }
-        i++;
-        if (!strcmp(argv[i - 1], "--measured"))
-            a->measured[a->nmeasured++] = v;
-        else if (!strcmp(argv[i - 1], "--out"))
-            a->out = v;
-        else if (!strcmp(argv[i - 1], "--rules"))
-            a->rules = v;
-        else if (!strcmp(argv[i - 1], "--catalog") || !strcmp(argv[i - 1], "--data"))
-            a->data = v; /* --data DIR is the older spelling */
-        else if (!strcmp(argv[i - 1], "--write-band"))
-            a->write_band = v;
-        else if (!strcmp(argv[i - 1], "--fail-above")) {
-            char *end;
-            a->fail_above = strtod(v, &end);
-            if (end == v || *end || !isfinite(a->fail_above) || a->fail_above < 0) {
-                return usage_error("validate", "invalid --fail-above '%s'", v);
-            }
-        } else {
-            return usage_error("validate", "unknown option '%s'", argv[i - 1]);
-        }
+    int rc = options_parse_cmd(CMD_VALIDATE, argc, argv, a, NULL, NULL);
+    if (rc < 0) {
+        usage();
+        return -1;
     }
-    if (!a->nmeasured) {
+    if (!rc && !a->nmeasured)
         return usage_error("validate", "no --measured file given");
-    }
-    return 0;
+    return rc;
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -317,7 +285,7 @@ static int write_csv(const char *path, const struct validate_row *rows, size_t n
 
 int cmd_validate(int argc, char **argv)
 {
-    struct vargs a;
+    struct validate_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc) {
         free(a.measured);

@@ -27,7 +27,7 @@ static int run(int argc, char **argv)
             return commands[i].run(argc - 1, argv + 1);
     if (argc > 1 && strncmp(argv[1], "--", 2) != 0 && strcmp(argv[1], "-h") != 0) {
         fprintf(stderr, "llmem-sweep: unknown command '%s' (commands: explain, validate, fit, "
-                        "models, gpus, devices, probe, merge; or sweep options)\n", argv[1]);
+                        "models, gpus, devices, probe, merge, diff; or sweep options)\n", argv[1]);
         return 2;
     }
     return cmd_sweep(argc, argv);

@@ -2,6 +2,9 @@
 #include "options.h"
 
 #include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +12,7 @@
 
 #include "answer.h"
 #include "error.h"
+#include "rules.h"
 #include "units.h"
 
 
@@ -114,17 +118,6 @@ static int targets_list(const char *s, struct options *o)
     return 0;
 }
 
-static int parse_format(const char *s, enum out_format *f)
-{
-    static const char *const names[] = {"auto", "table", "csv", "json", "html", "text"};
-    for (int i = 0; i < 6; i++)
-        if (strcmp(s, names[i]) == 0) {
-            *f = (enum out_format)i;
-            return 0;
-        }
-    return -1;
-}
-
 static int parse_shard(const char *s, struct options *o)
 {
     int32_t k, n;
@@ -152,137 +145,484 @@ static int parse_margin(const char *v, double *pct)
     return 0;
 }
 
-/* One option with its value; returns 0, 1 when the option is unknown, or EXIT_USAGE. */
-static int apply_value(struct options *o, const char *name, const char *v)
+/* ---- the option table ------------------------------------------------------------------ */
+
+/* What went wrong with one argument; opt_message turns each into the one message (curl's
+ * ParameterError and param2text). */
+enum opt_error {
+    OPT_OK,
+    OPT_UNKNOWN,      /* no such option */
+    OPT_NOT_HERE,     /* an option of another command */
+    OPT_NEEDS_VALUE,
+    OPT_NO_VALUE,     /* a flag given `=value` */
+    OPT_BAD_VALUE,
+    OPT_TOO_MANY,     /* a repeatable option past its limit */
+    OPT_UNEXPECTED,   /* not an option, and the command takes no other arguments */
+};
+
+/* How a value is parsed and stored at the row's field. */
+enum opt_type {
+    T_FLAG,   /* no value: the bool field becomes true */
+    T_STR,    /* const char *: the value itself */
+    T_LIST,   /* const char *[max] with an int count at count_off: one more value */
+    T_ARGV,   /* const char ** to argc entries, int count at count_off: one more value */
+    T_INTS,   /* struct int_list: comma lists and ranges in [lo, hi] */
+    T_INT,    /* int: decimal digits in [lo, hi] */
+    T_LONG,   /* long: decimal digits in [lo, hi] */
+    T_REAL,   /* double in [lo, hi] */
+    T_SIZE,   /* uint64_t bytes: 80GiB, 16384MB (units_parse_size) */
+    T_NAMES,  /* int[max] with an int count at count_off: a comma list of names (names()) */
+    T_ENUM,   /* int: one name (names() < 0 when unknown) */
+    T_CHOICE, /* int: one of choices */
+    T_CALL,   /* call(dst, value): 0 or -1 */
+};
+
+struct opt_choice {
+    const char *name;
+    int value;
+};
+
+struct opt_row {
+    const char *name;     /* sorted by name (strcmp), for bsearch */
+    unsigned cmds;        /* enum opt_cmd bits; rows of one name never share a bit */
+    enum opt_type type;
+    size_t off;           /* the field in the command's dst */
+    size_t count_off;     /* T_LIST, T_ARGV, T_NAMES: the int count */
+    double lo, hi;        /* T_INTS, T_INT, T_LONG, T_REAL: the range; T_LIST, T_NAMES: the most values */
+    int (*names)(const char *);
+    const struct opt_choice *choices; /* T_CHOICE, ended by a NULL name */
+    int (*call)(void *dst, const char *v);
+    const char *hint;     /* after a bad or missing value; T_CHOICE lists its choices */
+};
+
+_Static_assert(sizeof(enum out_format) == sizeof(int) && sizeof(enum rank_mode) == sizeof(int) &&
+                   sizeof(enum stack) == sizeof(int) && sizeof(enum alloc_conf) == sizeof(int) &&
+                   sizeof(enum offload_mode) == sizeof(int),
+               "T_ENUM and T_CHOICE store an int");
+
+static int set_base(void *dst, const char *v)
 {
-    int rc = 0, tmp;
-    int32_t i32 = 0;
-    if (!strcmp(name, "--budget"))
-        rc = units_parse_size(v, &o->budget);
-    else if (!strcmp(name, "--base")) {
-        rc = units_parse_size(v, &o->base);
-        o->base_set = rc == 0;
-    } else if (!strcmp(name, "--gpu"))
-        o->gpu = v;
-    else if (!strcmp(name, "--model")) {
-        if (o->nmodels == OPT_MODELS_MAX)
-            return usage_error(NULL, "too many --model options");
-        o->models[o->nmodels++] = v;
-    } else if (!strcmp(name, "--methods") || !strcmp(name, "--method"))
-        rc = parse_names(v, method_parse, o->axes.methods, METHOD_COUNT, &o->axes.nmethods);
-    else if (!strcmp(name, "--gpus"))
-        rc = options_parse_int_list(v, 1, 4096, &o->axes.gpus);
-    else if (!strcmp(name, "--tp"))
-        rc = options_parse_int_list(v, 1, 4096, &o->axes.tp);
-    else if (!strcmp(name, "--ep"))
-        rc = options_parse_int_list(v, 1, 4096, &o->axes.ep);
-    else if (!strcmp(name, "--pp"))
-        rc = options_parse_int_list(v, 2, 4096, &o->axes.pp);
-    else if (!strcmp(name, "--pp-microbatches")) {
-        rc = parse_i32(v, 1, 65536, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
-        o->axes.pp_microbatches = i32;
-    } else if (!strcmp(name, "--offload")) {
-        tmp = offload_parse(v);
-        rc = tmp <= OFFLOAD_NONE ? -1 : 0;
-        o->axes.offload = tmp <= OFFLOAD_NONE ? o->axes.offload : (enum offload_mode)tmp;
-    }
-    else if (!strcmp(name, "--batch") || !strcmp(name, "--micro-batch"))
-        rc = options_parse_int_list(v, 1, 65536, &o->axes.batch);
-    else if (!strcmp(name, "--seq"))
-        rc = options_parse_int_list(v, 2, 1 << 20, &o->axes.seq);
-    else if (!strcmp(name, "--lora-r"))
-        rc = options_parse_int_list(v, 1, 65536, &o->axes.lora_r);
-    else if (!strcmp(name, "--precision"))
-        rc = parse_names(v, precision_parse, o->axes.precisions, PREC_COUNT, &o->axes.nprecisions);
-    else if (!strcmp(name, "--finetune"))
-        rc = parse_names(v, finetune_parse, o->axes.finetunes, FT_COUNT, &o->axes.nfinetunes);
-    else if (!strcmp(name, "--quant"))
-        rc = parse_names(v, quant_parse, o->axes.quants, QUANT_COUNT, &o->axes.nquants);
-    else if (!strcmp(name, "--optimizer"))
-        rc = parse_names(v, optimizer_parse, o->axes.optimizers, OPT_COUNT, &o->axes.noptimizers);
-    else if (!strcmp(name, "--grad-ckpt")) {
-        rc = parse_names(v, ckpt_mode_parse, o->axes.ckpts, CKPT_COUNT, &o->axes.nckpts);
-    } else if (!strcmp(name, "--lora-targets"))
-        rc = targets_list(v, o);
-    else if (!strcmp(name, "--stack")) {
-        tmp = stack_parse(v);
-        rc = tmp < 0 ? -1 : 0;
-        o->axes.stack = tmp < 0 ? o->axes.stack : (enum stack)tmp;
-    } else if (!strcmp(name, "--attention")) {
-        rc = strcmp(v, "sdpa") && strcmp(v, "eager") ? -1 : 0;
-        o->axes.eager = !strcmp(v, "eager");
-    } else if (!strcmp(name, "--rank")) {
-        rc = strcmp(v, "speed") && strcmp(v, "llmem") ? -1 : 0;
-        o->rank = !strcmp(v, "llmem") ? RANK_LLMEM : RANK_SPEED;
-    } else if (!strcmp(name, "--rules"))
-        o->rules = v;
-    else if (!strcmp(name, "--data")) {
-        /* the data shape; any other value keeps the older meaning, the catalog folder */
-        tmp = data_shape_parse(v);
-        if (tmp >= 0)
-            o->axes.data = (enum data_shape)tmp;
-        else
-            o->data_dir = v;
-    } else if (!strcmp(name, "--catalog"))
-        o->data_dir = v;
-    else if (!strcmp(name, "--alloc-conf")) {
-        tmp = alloc_conf_parse(v);
-        rc = tmp < 0 ? -1 : 0;
-        o->axes.alloc = tmp < 0 ? o->axes.alloc : (enum alloc_conf)tmp;
-    }
-    else if (!strcmp(name, "--margin"))
-        rc = parse_margin(v, &o->margin_pct);
-    else if (!strcmp(name, "--objective")) {
-        tmp = objective_parse(v);
-        rc = tmp < 0 ? -1 : 0;
-        o->objective = tmp < 0 ? o->objective : tmp;
-    } else if (!strcmp(name, "--tokens")) {
-        char *end;
-        double t = strtod(v, &end);
-        rc = end == v || *end || !(t >= 1 && t <= 1e18) ? -1 : 0;
-        o->tokens = rc ? o->tokens : t;
-    } else if (!strcmp(name, "--recipes")) {
-        rc = strcmp(v, "default") && strcmp(v, "all") ? -1 : 0;
-        o->all_recipes = !strcmp(v, "all");
-    }
-    else if (!strcmp(name, "--top")) {
-        rc = parse_i32(v, 0, INT32_MAX, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
-        o->top = i32;
-    } else if (!strcmp(name, "--gpus-per-node")) {
-        rc = parse_i32(v, 1, 4096, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
-        o->axes.gpus_per_node = i32;
-    } else if (!strcmp(name, "--threads")) {
-        rc = parse_i32(v, 1, 4096, &i32) > 0 && !v[strspn(v, "0123456789")] ? 0 : -1;
-        o->threads = i32;
-    } else if (!strcmp(name, "--shard"))
-        rc = parse_shard(v, o);
-    else if (!strcmp(name, "--format"))
-        rc = parse_format(v, &o->format);
-    else if (!strcmp(name, "--out")) {
-        if (o->nouts == OPT_OUTS_MAX)
-            return usage_error(NULL, "at most 4 --out files");
-        o->outs[o->nouts++] = v;
-    } else
-        return 1;
-    return rc ? usage_error(NULL, "invalid value '%s' for %s", v, name) : 0;
+    struct options *o = dst;
+    o->base_set = units_parse_size(v, &o->base) == 0;
+    return o->base_set ? 0 : -1;
 }
 
-static int apply_flag(struct options *o, const char *name)
+/* --data: the data shape; any other value keeps the older meaning, the catalog folder. */
+static int set_data(void *dst, const char *v)
 {
-    if (!strcmp(name, "--all"))
-        o->all = true;
-    else if (!strcmp(name, "--no-prune"))
-        o->no_prune = true;
-    else if (!strcmp(name, "--quiet"))
-        o->quiet = true;
-    else if (!strcmp(name, "--progress"))
-        o->progress = true;
-    else if (!strcmp(name, "--paper"))
-        o->paper = true;
-    else if (!strcmp(name, "--stamp"))
-        o->stamp = true;
+    struct options *o = dst;
+    int shape = data_shape_parse(v);
+    if (shape >= 0)
+        o->axes.data = (enum data_shape)shape;
     else
-        return 1;
+        o->data_dir = v;
+    return 0;
+}
+
+static int set_targets(void *dst, const char *v)
+{
+    return targets_list(v, dst);
+}
+
+static int set_shard(void *dst, const char *v)
+{
+    return parse_shard(v, dst);
+}
+
+static int set_margin(void *dst, const char *v)
+{
+    return parse_margin(v, &((struct options *)dst)->margin_pct);
+}
+
+static int set_attention(void *dst, const char *v)
+{
+    ((struct options *)dst)->axes.eager = !strcmp(v, "eager");
+    return strcmp(v, "sdpa") && strcmp(v, "eager") ? -1 : 0;
+}
+
+static int set_recipes(void *dst, const char *v)
+{
+    ((struct options *)dst)->all_recipes = !strcmp(v, "all");
+    return strcmp(v, "default") && strcmp(v, "all") ? -1 : 0;
+}
+
+/* --offload: what method offload keeps on the host; "none" is no offload method. */
+static int offload_value(const char *s)
+{
+    int v = offload_parse(s);
+    return v <= OFFLOAD_NONE ? -1 : v;
+}
+
+/* fit --features: LIST for every candidate, or CAND=LIST for one. */
+static int set_features(void *dst, const char *v)
+{
+    struct fit_args *a = dst;
+    if (!strchr(v, '=')) {
+        a->feat_all = v;
+        return 0;
+    }
+    if (a->nfeat_for == FIT_ARGS_MAX)
+        return -2; /* too many */
+    a->feat_for[a->nfeat_for++] = v;
+    return 0;
+}
+
+static const struct opt_choice formats[] = {
+    {"auto", FORMAT_AUTO}, {"table", FORMAT_TABLE}, {"csv", FORMAT_CSV}, {"json", FORMAT_JSON},
+    {"html", FORMAT_HTML}, {"text", FORMAT_TEXT},   {NULL, 0}};
+static const struct opt_choice merge_formats[] = {
+    {"table", FORMAT_TABLE}, {"csv", FORMAT_CSV}, {"json", FORMAT_JSON}, {"html", FORMAT_HTML}, {NULL, 0}};
+static const struct opt_choice devices_formats[] = {{"text", 0}, {"json", 1}, {NULL, 0}};
+static const struct opt_choice ranks[] = {{"speed", RANK_SPEED}, {"llmem", RANK_LLMEM}, {NULL, 0}};
+static const struct opt_choice with_model[] = {{"yes", 1}, {"no", 0}, {"add", RULES_ADD}, {NULL, 0}};
+
+#define SW (CMD_SWEEP | CMD_EXPLAIN) /* explain takes every sweep option but --shard */
+#define O(f) offsetof(struct options, f)
+#define V(f) offsetof(struct validate_args, f)
+#define F(f) offsetof(struct fit_args, f)
+#define FLAG(n, c, off) {n, c, T_FLAG, off, 0, 0, 0, NULL, NULL, NULL, NULL}
+#define STR(n, c, off) {n, c, T_STR, off, 0, 0, 0, NULL, NULL, NULL, NULL}
+#define LIST(n, c, off, cnt, max) {n, c, T_LIST, off, cnt, 0, max, NULL, NULL, NULL, NULL}
+#define INTS(n, off, lo, hi) {n, SW, T_INTS, O(off), 0, lo, hi, NULL, NULL, NULL, NULL}
+#define NUM(n, c, t, off, lo, hi, hint) {n, c, t, off, 0, lo, hi, NULL, NULL, NULL, hint}
+#define NAMES(n, arr, cnt, fn, max) {n, SW, T_NAMES, O(arr), O(cnt), 0, max, fn, NULL, NULL, NULL}
+#define ENUM(n, off, fn) {n, SW, T_ENUM, O(off), 0, 0, 0, fn, NULL, NULL, NULL}
+#define CHOICE(n, c, off, ch) {n, c, T_CHOICE, off, 0, 0, 0, NULL, ch, NULL, NULL}
+#define CALL(n, c, fn) {n, c, T_CALL, 0, 0, 0, 0, NULL, NULL, fn, NULL}
+
+/* Every option of every command (DESIGN.md section 4, README "Contract extensions"). */
+static const struct opt_row table[] = {
+    FLAG("--all", SW, O(all)),
+    ENUM("--alloc-conf", axes.alloc, alloc_conf_parse),
+    FLAG("--append", CMD_FIT, F(append)),
+    CALL("--attention", SW, set_attention),
+    CALL("--base", SW, set_base),
+    INTS("--batch", axes.batch, 1, 65536),
+    NUM("--budget", SW, T_SIZE, O(budget), 0, 0, NULL),
+    STR("--catalog", SW, O(data_dir)),
+    STR("--catalog", CMD_VALIDATE, V(data)),
+    STR("--catalog", CMD_CATALOG, 0),
+    CALL("--data", SW, set_data),
+    STR("--data", CMD_VALIDATE, V(data)), /* the older spelling of --catalog */
+    STR("--data", CMD_FIT, F(data)),
+    STR("--data", CMD_CATALOG, 0),
+    NUM("--device", CMD_PROBE, T_INT, 0, 0, INT_MAX, "(a device index: 0, 1, ...)"),
+    INTS("--ep", axes.ep, 1, 4096),
+    NUM("--fail-above", CMD_VALIDATE, T_REAL, V(fail_above), 0, DBL_MAX, "(a percentage)"),
+    {"--features", CMD_FIT, T_CALL, 0, 0, 0, FIT_ARGS_MAX, NULL, NULL, set_features, NULL},
+    NAMES("--finetune", axes.finetunes, axes.nfinetunes, finetune_parse, FT_COUNT),
+    CHOICE("--format", SW, O(format), formats),
+    CHOICE("--format", CMD_MERGE, O(format), merge_formats),
+    CHOICE("--format", CMD_DEVICES, 0, devices_formats),
+    STR("--gpu", SW, O(gpu)),
+    INTS("--gpus", axes.gpus, 1, 4096),
+    NUM("--gpus-per-node", SW, T_INT, O(axes.gpus_per_node), 1, 4096, NULL),
+    NAMES("--grad-ckpt", axes.ckpts, axes.nckpts, ckpt_mode_parse, CKPT_COUNT),
+    INTS("--lora-r", axes.lora_r, 1, 65536),
+    CALL("--lora-targets", SW, set_targets),
+    CALL("--margin", SW, set_margin),
+    LIST("--match", CMD_FIT, F(match), F(nmatch), FIT_ARGS_MAX),
+    {"--measured", CMD_VALIDATE, T_ARGV, V(measured), V(nmeasured), 0, 0, NULL, NULL, NULL, NULL},
+    LIST("--measured", CMD_FIT, F(measured), F(nmeasured), FIT_ARGS_MAX),
+    NAMES("--method", axes.methods, axes.nmethods, method_parse, METHOD_COUNT),
+    NAMES("--methods", axes.methods, axes.nmethods, method_parse, METHOD_COUNT),
+    STR("--metric", CMD_FIT, F(metric)),
+    INTS("--micro-batch", axes.batch, 1, 65536),
+    LIST("--model", SW, O(models), O(nmodels), OPT_MODELS_MAX),
+    FLAG("--no-prune", SW, O(no_prune)),
+    LIST("--note", CMD_FIT, F(notes), F(nnotes), FIT_ARGS_MAX),
+    ENUM("--objective", objective, objective_parse),
+    ENUM("--offload", axes.offload, offload_value),
+    NAMES("--optimizer", axes.optimizers, axes.noptimizers, optimizer_parse, OPT_COUNT),
+    LIST("--out", SW | CMD_MERGE, O(outs), O(nouts), OPT_OUTS_MAX),
+    STR("--out", CMD_VALIDATE, V(out)),
+    STR("--out", CMD_FIT, F(out)),
+    FLAG("--paper", SW, O(paper)),
+    FLAG("--paper", CMD_VALIDATE, V(paper)),
+    INTS("--pp", axes.pp, 2, 4096),
+    NUM("--pp-microbatches", SW, T_INT, O(axes.pp_microbatches), 1, 65536, NULL),
+    NAMES("--precision", axes.precisions, axes.nprecisions, precision_parse, PREC_COUNT),
+    FLAG("--progress", SW, O(progress)),
+    NAMES("--quant", axes.quants, axes.nquants, quant_parse, QUANT_COUNT),
+    FLAG("--quiet", SW, O(quiet)),
+    CHOICE("--rank", SW, O(rank), ranks),
+    CALL("--recipes", SW, set_recipes),
+    STR("--rules", SW, O(rules)),
+    STR("--rules", CMD_VALIDATE, V(rules)),
+    INTS("--seq", axes.seq, 2, 1 << 20),
+    STR("--set", CMD_FIT, F(set)),
+    CALL("--shard", CMD_SWEEP, set_shard), /* explain evaluates one point */
+    ENUM("--stack", axes.stack, stack_parse),
+    FLAG("--stamp", SW, O(stamp)),
+    FLAG("--summary", CMD_VALIDATE, V(summary_only)),
+    NUM("--threads", SW, T_INT, O(threads), 1, 4096, NULL),
+    NUM("--threshold", CMD_DIFF, T_REAL, 0, 0, 1e6, "(a percentage)"),
+    NUM("--tokens", SW, T_REAL, O(tokens), 1, 1e18, NULL),
+    NUM("--top", SW | CMD_MERGE, T_LONG, O(top), 0, INT32_MAX, NULL),
+    INTS("--tp", axes.tp, 1, 4096),
+    FLAG("--verbose", CMD_FIT, F(verbose)),
+    CHOICE("--with-model", CMD_FIT, F(with_model), with_model),
+    STR("--write-band", CMD_VALIDATE, V(write_band)),
+};
+
+#define TABLE_ROWS (sizeof table / sizeof table[0])
+
+/* A name given as a pointer and a length (the part of `--name=value` before '='). */
+struct opt_key {
+    const char *s;
+    size_t len;
+};
+
+static int key_cmp(const void *k, const void *r)
+{
+    const struct opt_key *key = k;
+    const char *name = ((const struct opt_row *)r)->name;
+    int c = strncmp(key->s, name, key->len);
+    return c ? c : -(name[key->len] != '\0'); /* a longer table name sorts after the key */
+}
+
+/* The row of name for command cmd; *known says whether any command has the option. */
+static const struct opt_row *find_row(const char *s, size_t len, unsigned cmd, bool *known)
+{
+    struct opt_key key = {s, len};
+    const struct opt_row *r = bsearch(&key, table, TABLE_ROWS, sizeof table[0], key_cmp);
+    *known = r != NULL;
+    if (!r)
+        return NULL;
+    while (r > table && key_cmp(&key, r - 1) == 0) /* the first row of this name */
+        r--;
+    for (; r < table + TABLE_ROWS && key_cmp(&key, r) == 0; r++)
+        if (r->cmds & cmd)
+            return r;
+    return NULL;
+}
+
+const char *options_table_problem(void)
+{
+    for (size_t i = 0; i < TABLE_ROWS; i++) {
+        int c = i ? strcmp(table[i - 1].name, table[i].name) : -1;
+        if (c > 0)
+            return table[i].name; /* out of order */
+        if (!table[i].cmds || (c == 0 && table[i - 1].cmds & table[i].cmds))
+            return table[i].name; /* for no command, or twice for one */
+    }
+    return NULL;
+}
+
+/* Decimal digits only (no sign, no space) in [lo, hi]. */
+static int parse_digits(const char *v, double lo, double hi, long *out)
+{
+    if (!*v || v[strspn(v, "0123456789")])
+        return -1;
+    errno = 0;
+    long x = strtol(v, NULL, 10);
+    if (errno || x < lo || x > hi)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_real(const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x >= lo && x <= hi))
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_choice(const struct opt_choice *ch, const char *v, int *out)
+{
+    for (; ch->name; ch++)
+        if (!strcmp(ch->name, v))
+            return *out = ch->value, 0;
+    return -1;
+}
+
+/* Appends one value to a list of strings; -2 past max (max 0: the list has argc room). */
+static int push(const char **v, int *n, int max, const char *s)
+{
+    if (max && *n == max)
+        return -2;
+    v[(*n)++] = s;
+    return 0;
+}
+
+/* Parses v into row r's field of dst: 0, -1 (a bad value) or -2 (too many values). */
+static int store(const struct opt_row *r, void *dst, const char *v)
+{
+    char *f = (char *)dst + r->off;
+    int *count = (int *)((char *)dst + r->count_off), i;
+    long l;
+    switch (r->type) {
+    case T_FLAG:
+        return *(bool *)f = true, 0;
+    case T_STR:
+        return *(const char **)f = v, 0;
+    case T_LIST:
+        return push((const char **)f, count, (int)r->hi, v);
+    case T_ARGV:
+        return push(*(const char ***)f, count, 0, v);
+    case T_INTS:
+        return options_parse_int_list(v, (int32_t)r->lo, (int32_t)r->hi, (struct int_list *)f);
+    case T_INT:
+        return parse_digits(v, r->lo, r->hi, &l) ? -1 : (*(int *)f = (int)l, 0);
+    case T_LONG:
+        return parse_digits(v, r->lo, r->hi, &l) ? -1 : (*(long *)f = l, 0);
+    case T_REAL:
+        return parse_real(v, r->lo, r->hi, (double *)f);
+    case T_SIZE:
+        return units_parse_size(v, (uint64_t *)f) ? -1 : 0;
+    case T_NAMES:
+        return parse_names(v, r->names, (int *)f, (int)r->hi, count);
+    case T_ENUM:
+        return (i = r->names(v)) < 0 ? -1 : (*(int *)f = i, 0);
+    case T_CHOICE:
+        return parse_choice(r->choices, v, (int *)f);
+    case T_CALL:
+        return r->call(dst, v);
+    }
+    return -1;
+}
+
+/* " (a, b or c)" from a row's choices, or " " and its hint, or "". */
+static const char *value_hint(const struct opt_row *r, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (r->hint)
+        snprintf(buf, n, " %s", r->hint);
+    else if (r->type == T_CHOICE)
+        for (const struct opt_choice *c = r->choices, *first = c; c->name; c++) {
+            size_t k = strlen(buf);
+            snprintf(buf + k, n - k, "%s%s%s", c == first ? " (" : "", c->name,
+                     !c[1].name ? ")" : !c[2].name ? " or " : ", ");
+        }
+    return buf;
+}
+
+static const char *const cmd_names[] = {"the sweep", "explain", "validate", "fit", "merge",
+                                        "models and gpus", "devices", "probe", "diff"};
+
+/* The commands of row name (after the one at hand), "validate and fit". */
+static void owners(const char *name, char *buf, size_t n)
+{
+    unsigned cmds = 0;
+    for (size_t i = 0; i < TABLE_ROWS; i++)
+        if (!strcmp(table[i].name, name))
+            cmds |= table[i].cmds;
+    size_t k = 0, left = (size_t)__builtin_popcount(cmds);
+    buf[0] = '\0';
+    for (int b = 0; cmds >> b && k < n; b++)
+        if (cmds >> b & 1) {
+            left--;
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", cmd_names[b],
+                                  !left ? "" : left == 1 ? " and " : ", ");
+        }
+}
+
+static size_t edit_distance(const char *a, size_t la, const char *b)
+{
+    size_t lb = strlen(b), row[64];
+    if (la >= 64 || lb >= 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The option of cmd nearest to a mistyped name, at most two edits away, or NULL. */
+static const char *nearest(const char *s, size_t len, unsigned cmd)
+{
+    const char *best = NULL;
+    size_t d = 3;
+    if (len < 5) /* "--x" is two edits from "--ep": no guess for names that short */
+        return NULL;
+    for (size_t i = 0; i < TABLE_ROWS; i++) {
+        size_t e = table[i].cmds & cmd ? edit_distance(s, len, table[i].name) : SIZE_MAX;
+        if (e < d)
+            d = e, best = table[i].name;
+    }
+    return best;
+}
+
+/* The one message of each enum opt_error; returns EXIT_USAGE. */
+static int opt_message(const char *cmd, unsigned bit, enum opt_error err, const char *s,
+                       size_t len, const struct opt_row *r, const char *v)
+{
+    char buf[160];
+    const char *near;
+    switch (err) {
+    case OPT_UNKNOWN:
+        near = nearest(s, len, bit);
+        if (near)
+            return usage_error(cmd, "unknown option '%.*s'; did you mean %s?", (int)len, s, near);
+        return usage_error(cmd, "unknown option '%.*s'", (int)len, s);
+    case OPT_NOT_HERE: {
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)len, s);
+        owners(name, buf, sizeof buf);
+        if (!cmd)
+            return usage_error(cmd, "the sweep takes no %s (an option of %s)", name, buf);
+        return usage_error(cmd, "takes no %s (an option of %s)", name, buf);
+    }
+    case OPT_NEEDS_VALUE:
+        return usage_error(cmd, "option %s needs a value%s", r->name, value_hint(r, buf, sizeof buf));
+    case OPT_NO_VALUE:
+        return usage_error(cmd, "option %s takes no value", r->name);
+    case OPT_BAD_VALUE: {
+        return usage_error(cmd, "invalid value '%s' for %s%s", v, r->name, value_hint(r, buf, sizeof buf));
+    }
+    case OPT_TOO_MANY:
+        return usage_error(cmd, "too many %s options (at most %d)", r->name, (int)r->hi);
+    case OPT_UNEXPECTED:
+        return usage_error(cmd, "unexpected argument '%s'", s);
+    case OPT_OK:
+        break;
+    }
+    return EXIT_USAGE;
+}
+
+int options_parse_cmd(enum opt_cmd cmd, int argc, char **argv, void *dst, const char **pos,
+                      int *npos)
+{
+    const char *name = cmd == CMD_SWEEP ? NULL : argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h"))
+            return -1;
+        if (arg[0] != '-' || !strcmp(arg, "-")) { /* "-" is stdin or a file called so */
+            if (!pos)
+                return opt_message(name, cmd, OPT_UNEXPECTED, arg, strlen(arg), NULL, NULL);
+            pos[(*npos)++] = arg;
+            continue;
+        }
+        const char *eq = arg[1] == '-' ? strchr(arg, '=') : NULL;
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        bool known;
+        const struct opt_row *r = find_row(arg, len, cmd, &known);
+        if (!r)
+            return opt_message(name, cmd, known ? OPT_NOT_HERE : OPT_UNKNOWN, arg, len, NULL, NULL);
+        if (r->type == T_FLAG && eq)
+            return opt_message(name, cmd, OPT_NO_VALUE, arg, len, r, NULL);
+        const char *v = r->type == T_FLAG ? "" : eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+        if (!v)
+            return opt_message(name, cmd, OPT_NEEDS_VALUE, arg, len, r, NULL);
+        int rc = store(r, dst, v);
+        if (rc)
+            return opt_message(name, cmd, rc == -2 ? OPT_TOO_MANY : OPT_BAD_VALUE, arg, len, r, v);
+    }
     return 0;
 }
 
@@ -294,34 +634,11 @@ int options_parse(int argc, char **argv, int first, enum options_mode mode, stru
     o->margin_pct = -1; /* auto */
     o->axes.offload = OFFLOAD_OPTIMIZER;
     o->tokens = ANSWER_TOKENS_DEFAULT;
-    for (int i = first; i < argc; i++) {
-        char name[64];
-        const char *arg = argv[i], *eq = strchr(arg, '='), *val = NULL;
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            options_usage(mode);
-            return -1;
-        }
-        if (strncmp(arg, "--", 2) != 0)
-            return usage_error(NULL, "unexpected argument '%s'", arg);
-        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (len >= sizeof name)
-            return usage_error(NULL, "unknown option '%s'", arg);
-        memcpy(name, arg, len);
-        name[len] = '\0';
-        if (!eq && apply_flag(o, name) == 0)
-            continue;
-        val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!val)
-            return usage_error(NULL, "option %s needs a value", name);
-        int rc = apply_value(o, name, val);
-        if (rc == 1)
-            return usage_error(NULL, "unknown option '%s'", name);
-        if (rc)
-            return rc;
-    }
-    if ((o->shard_n > 0) + (mode == OPTIONS_EXPLAIN) > 1)
-        return usage_error(NULL, "explain takes no --shard");
-    return 0;
+    int rc = options_parse_cmd(mode == OPTIONS_EXPLAIN ? CMD_EXPLAIN : CMD_SWEEP, argc - first + 1,
+                               argv + first - 1, o, NULL, NULL);
+    if (rc < 0)
+        options_usage(mode);
+    return rc;
 }
 
 /* The recipes people run (README "Default recipes"): bf16 mixed precision with AdamW, full

@@ -47,11 +47,64 @@ struct options {
     const char *command;      /* the command line, for reports (set by the command) */
 };
 
+/* The commands, as bits: a row of the option table (options.c) names those that accept it. */
+enum opt_cmd {
+    CMD_SWEEP = 1 << 0,
+    CMD_EXPLAIN = 1 << 1,
+    CMD_VALIDATE = 1 << 2,
+    CMD_FIT = 1 << 3,
+    CMD_MERGE = 1 << 4,   /* into struct options: --out, --format, --top */
+    CMD_CATALOG = 1 << 5, /* models and gpus: into a const char * (the catalog folder) */
+    CMD_DEVICES = 1 << 6, /* into an int: 0 text, 1 json */
+    CMD_PROBE = 1 << 7,   /* into an int: the device index */
+    CMD_DIFF = 1 << 8,    /* into a double: the threshold in % */
+};
+
+/* `validate`'s arguments. */
+struct validate_args {
+    const char **measured;    /* argc entries: every argument may be one, none is dropped */
+    int nmeasured;
+    const char *out, *rules, *data, *write_band;
+    bool paper, summary_only;
+    double fail_above;        /* median |error| bound in %, < 0 = none */
+};
+
+#define FIT_ARGS_MAX 64
+
+/* `fit`'s arguments. */
+struct fit_args {
+    const char *measured[FIT_ARGS_MAX], *match[FIT_ARGS_MAX], *notes[FIT_ARGS_MAX];
+    int nmeasured, nmatch, nnotes;
+    const char *feat_all;                /* --features LIST */
+    const char *feat_for[FIT_ARGS_MAX];  /* --features CAND=LIST */
+    int nfeat_for;
+    const char *out, *set, *metric, *data;
+    int with_model;                      /* 0 no, 1 yes, RULES_ADD */
+    bool append, verbose;
+};
+
+/* Parses the options of command cmd in argv[1..argc) into dst: the command's argument
+ * struct (struct options for the sweep, explain and merge; struct validate_args; struct
+ * fit_args) or, for the one-option commands, that option's field (see enum opt_cmd). Each
+ * option is looked up in one sorted table (name, the commands that take it, how its value
+ * is parsed and where it is stored), as curl's src/tool_getparam.c does. Arguments that are
+ * not options go to pos (argc entries; *npos counts them), or are a usage error when pos
+ * is NULL. Both `--name value` and `--name=value` are read. Returns 0; -1 on --help or -h
+ * (nothing printed: the caller prints its usage); or EXIT_USAGE after the one message
+ * `llmem-sweep: [cmd: ]<what> (see ... --help)` on stderr. Only the options given are
+ * written: the caller sets the defaults first. */
+int options_parse_cmd(enum opt_cmd cmd, int argc, char **argv, void *dst, const char **pos,
+                      int *npos);
+
+/* NULL when the option table is sound (sorted by name for the lookup; no two rows of one
+ * name for the same command; every row for some command), else what is wrong with it. */
+const char *options_table_problem(void);
+
 /* Which options a command accepts. */
 enum options_mode { OPTIONS_SWEEP, OPTIONS_EXPLAIN };
 
-/* Parses argv[first..argc) into o (defaults first). Returns 0; or prints
- * `llmem-sweep: <what>` to stderr and returns EXIT_USAGE. `--help` returns -1 after
+/* Parses argv[first..argc) into o (defaults first) through options_parse_cmd. Returns 0; or
+ * prints `llmem-sweep: <what>` to stderr and returns EXIT_USAGE. `--help` returns -1 after
  * printing the usage to stdout. */
 int options_parse(int argc, char **argv, int first, enum options_mode mode, struct options *o);
 

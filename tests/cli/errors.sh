@@ -6,6 +6,13 @@ expect_err "invalid value '80' for --budget"
 expect_exit 2 "$BIN" --budget 80GiB --model no/such-model
 expect_err "unknown model 'no/such-model'"
 expect_exit 2 "$BIN" --budget 80GiB --frobnicate
+expect_err "unknown option '--frobnicate' (see --help)"
+expect_exit 2 "$BIN" --budget 80GiB --modle gpt2
+expect_err "unknown option '--modle'; did you mean --model?"
+expect_exit 2 "$BIN" explain --model gpt2 --shard 1/2
+expect_err "explain: takes no --shard (an option of the sweep)"
+expect_exit 2 "$BIN" gpus --format=json
+expect_err "gpus: takes no --format (an option of the sweep, explain, merge and devices)"
 expect_exit 2 "$BIN" --budget 80GiB --batch 4..1
 expect_exit 2 "$BIN" explain --model gpt2 --batch 1,2
 expect_exit 2 "$BIN" --budget 80GiB --out "$TMP/report.xyz"

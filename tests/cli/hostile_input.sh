@@ -48,6 +48,6 @@ expect_err "cr.csv:4: measured_gib:"
 # --fail-above takes a finite number >= 0
 for bad in nan inf -inf '' ' ' 1e999 -1 5x; do
   expect_exit 2 "$BIN" validate --measured "$TMP/m/rows.csv" --fail-above "$bad"
-  expect_err "invalid --fail-above"
+  expect_err "invalid value '$bad' for --fail-above"
 done
 finish
