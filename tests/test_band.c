@@ -95,6 +95,44 @@ static void test_finest_group(void **state)
     assert_string_equal(name, "hf/lora/variable");
 }
 
+/* Every source weighs the same: 38 rows of A at 1.00, one of B at 1.30, one of C at 0.70
+ * (m = 40, t = 1/41). Unweighted, the ranks ceil(0.95 x 41) = 39 from each end are both
+ * 1.00 (a band of width 0); weighted, A's rows carry (40/41)/3/38 each and B, C (40/41)/3:
+ * from the smallest, C (0.325) + A (0.650) + B (0.976) first reaches 0.95 at B, so the
+ * band is [0.70, 1.30]. Leaving B out (m = 39, two sources) is too few sources. */
+static void test_sources_weigh_the_same(void **state)
+{
+    (void)state;
+    struct band_sample s[40];
+    for (int i = 0; i < 40; i++)
+        s[i] = (struct band_sample){{STACK_HF, FT_LORA, DATA_VARIABLE}, "A", 1.0};
+    s[10].source = "B", s[10].ratio = 1.30;
+    s[30].source = "C", s[30].ratio = 0.70;
+    struct band b;
+    band_from_samples(s, 40, s[0].key, NULL, &b);
+    assert_int_equal(b.level, BAND_STACK_FT_DATA);
+    assert_int_equal(b.sources, 3);
+    assert_true(fabs(b.lo - 0.70) < 1e-12);
+    assert_true(fabs(b.hi - 1.30) < 1e-12);
+    band_from_samples(s, 40, s[0].key, "B", &b);
+    assert_int_equal(b.level, -1);
+    /* an interior quantile: A 40 rows at 1.00, B 10 rows at 1.01 .. 1.10, C 10 rows at
+     * 0.91 .. 1.00 (m = 60, t = 1/61, a source (60/61)/3 = 0.32787, a row of B or C
+     * 0.032787). From the smallest: C + A = 0.65574, then B's k-th row adds up to 0.95082
+     * at k = 9 (1.09; k = 8 gives 0.91803): hi = 1.09, where the unweighted rank
+     * ceil(0.95 x 61) = 58 is 1.08. From the largest, the same at C's 9th largest, 0.92. */
+    struct band_sample t[60];
+    for (int i = 0; i < 60; i++) {
+        int g = i < 40 ? 0 : i < 50 ? 1 : 2, j = i % 10 + 1;
+        t[i] = (struct band_sample){s[0].key, g == 0 ? "A" : g == 1 ? "B" : "C",
+                                    g == 0 ? 1.0 : g == 1 ? 1.0 + 0.01 * j : 0.9 + 0.01 * j};
+    }
+    band_from_samples(t, 60, s[0].key, NULL, &b);
+    assert_int_equal(b.rows, 60);
+    assert_true(fabs(b.hi - 1.09) < 1e-12);
+    assert_true(fabs(b.lo - 0.92) < 1e-12);
+}
+
 /* The table lists each supported group once; written and read back it gives the same
  * lookups (factors rounded outward to 4 decimals). */
 static void test_table_round_trip(void **state)
@@ -136,6 +174,7 @@ int main(void)
         cmocka_unit_test(test_all_rows_rank),
         cmocka_unit_test(test_fallback_and_leave_out),
         cmocka_unit_test(test_finest_group),
+        cmocka_unit_test(test_sources_weigh_the_same),
         cmocka_unit_test(test_table_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,9 +30,14 @@ static bool key_eq(struct band_key a, struct band_key b)
     return a.stack == b.stack && a.finetune == b.finetune && a.data == b.data;
 }
 
-static int cmp_double(const void *x, const void *y)
+/* One residual of a group and its weight (see group_band). */
+struct weighted {
+    double ratio, w;
+};
+
+static int cmp_weighted(const void *x, const void *y)
 {
-    double a = *(const double *)x, b = *(const double *)y;
+    double a = ((const struct weighted *)x)->ratio, b = ((const struct weighted *)y)->ratio;
     return (a > b) - (a < b);
 }
 
@@ -44,9 +49,37 @@ static bool seen_source(const struct band_sample *s, const size_t *idx, size_t m
     return false;
 }
 
-/* The band of one group (level, key masked to it); false when it is too small. */
+static size_t rows_of_source(const struct band_sample *s, const size_t *idx, size_t m,
+                             const char *src)
+{
+    size_t c = 0;
+    for (size_t j = 0; j < m; j++)
+        c += !strcmp(s[idx[j]].source, src);
+    return c;
+}
+
+/* The ratio where the weights summed from one end first reach BAND_COVER: dir +1 sums from
+ * the smallest (the band's upper end, the weighted 95 % quantile), -1 from the largest
+ * (its lower end, the 5 % quantile). The caller checked that the weights reach it. */
+static double weighted_quantile(const struct weighted *v, size_t m, int dir)
+{
+    double sum = 0.0;
+    for (size_t j = 0; j < m; j++) {
+        const struct weighted *x = &v[dir > 0 ? j : m - 1 - j];
+        sum += x->w;
+        if (sum >= BAND_COVER - 1e-12) /* 1e-12: the weights' rounding, not a margin */
+            return x->ratio;
+    }
+    return v[dir > 0 ? m - 1 : 0].ratio;
+}
+
+/* The band of one group (level, key masked to it); false when it is too small. The
+ * residuals are weighted so that every source weighs the same, (1 - t) / (S n_s) for a
+ * row of a source with n_s rows among S sources, and the new residual gets the mass
+ * t = 1/(m+1) at -inf and +inf (split conformal). With one source, or sources of equal
+ * size, this is the order statistic of rank ceil(0.95 (m+1)) from each end. */
 static bool group_band(const struct band_sample *s, size_t n, struct band_key key, int level,
-                       const char *exclude, double *ratios, size_t *idx, struct band *b)
+                       const char *exclude, struct weighted *v, size_t *idx, struct band *b)
 {
     struct band_key want = masked(key, level);
     size_t m = 0, sources = 0;
@@ -54,17 +87,18 @@ static bool group_band(const struct band_sample *s, size_t n, struct band_key ke
         if ((exclude && !strcmp(s[i].source, exclude)) || !key_eq(masked(s[i].key, level), want))
             continue;
         sources += !seen_source(s, idx, m, s[i].source);
-        idx[m] = i;
-        ratios[m++] = s[i].ratio;
+        idx[m++] = i;
     }
     if (m < BAND_MIN_ROWS || sources < BAND_MIN_SOURCES)
         return false;
-    qsort(ratios, m, sizeof *ratios, cmp_double);
-    /* split-conformal ranks: [r_(k), r_(m+1-k)] holds a new exchangeable residual with
-     * probability >= 1 - 2k/(m+1) >= 0.90 */
-    size_t k = (size_t)floor(0.05 * (double)(m + 1));
-    b->lo = fmin(1.0, ratios[k - 1]);
-    b->hi = fmax(1.0, ratios[m - k]);
+    double t = 1.0 / (double)(m + 1);
+    for (size_t j = 0; j < m; j++)
+        v[j] = (struct weighted){s[idx[j]].ratio,
+                                 (1.0 - t) / ((double)sources *
+                                              (double)rows_of_source(s, idx, m, s[idx[j]].source))};
+    qsort(v, m, sizeof *v, cmp_weighted);
+    b->lo = fmin(1.0, weighted_quantile(v, m, -1));
+    b->hi = fmax(1.0, weighted_quantile(v, m, +1));
     b->level = level;
     b->rows = (int)m;
     b->sources = (int)sources;
@@ -75,12 +109,12 @@ void band_from_samples(const struct band_sample *s, size_t n, struct band_key ke
                        const char *exclude, struct band *b)
 {
     *b = (struct band){1.0, 1.0, -1, 0, 0};
-    double *ratios = malloc((n ? n : 1) * sizeof *ratios);
+    struct weighted *v = malloc((n ? n : 1) * sizeof *v);
     size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-    for (int level = 0; ratios && idx && level < BAND_LEVELS; level++)
-        if (group_band(s, n, key, level, exclude, ratios, idx, b))
+    for (int level = 0; v && idx && level < BAND_LEVELS; level++)
+        if (group_band(s, n, key, level, exclude, v, idx, b))
             break;
-    free(ratios);
+    free(v);
     free(idx);
 }
 
@@ -158,19 +192,19 @@ int band_table_build(const struct band_sample *s, size_t n, struct band_table *t
     size_t cap = n * BAND_LEVELS + 1;
     t->keys = malloc(cap * sizeof *t->keys);
     t->bands = malloc(cap * sizeof *t->bands);
-    double *ratios = malloc((n ? n : 1) * sizeof *ratios);
+    struct weighted *v = malloc((n ? n : 1) * sizeof *v);
     size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-    int rc = t->keys && t->bands && ratios && idx ? 0 : -1;
+    int rc = t->keys && t->bands && v && idx ? 0 : -1;
     for (size_t i = 0; !rc && i < n; i++)
         for (int level = 0; level < BAND_LEVELS; level++) {
             struct band_key k = masked(s[i].key, level);
             struct band b;
-            if (!table_has(t, k, level) && group_band(s, n, k, level, NULL, ratios, idx, &b)) {
+            if (!table_has(t, k, level) && group_band(s, n, k, level, NULL, v, idx, &b)) {
                 t->keys[t->n] = k;
                 t->bands[t->n++] = b;
             }
         }
-    free(ratios);
+    free(v);
     free(idx);
     if (rc)
         band_table_free(t);

@@ -6,9 +6,13 @@
  * what the configuration fixes before any micro-batch or sequence is chosen (stack,
  * fine-tuning mode, data shape), from the finest group to all rows; a group is used when
  * it holds at least BAND_MIN_ROWS residuals from at least BAND_MIN_SOURCES sources. Its
- * band is the pair of order statistics that is a distribution-free 90 % prediction
- * interval for one more exchangeable residual (split conformal): the k-th smallest and
- * k-th largest with k = floor(0.05 (n + 1)), widened to contain 1 (the point prediction).
+ * band is a split-conformal 90 % prediction interval (alpha = 0.10, 0.05 in each tail) for
+ * one more residual, with the residuals weighted so that every source weighs the same: a
+ * new configuration's error is drawn from a stack or harness the group has not seen, so
+ * the sources, not the rows, are the units (the "pooled CDF" of Dunn, Wasserman & Ramdas,
+ * JASA 2023). lo and hi are the weighted 5 % and 95 % quantiles with the new residual's
+ * mass 1/(m+1) at -inf and +inf; with sources of equal size, the order statistics of rank
+ * ceil(0.95 (m+1)) from each end. Widened to contain 1 (the point prediction).
  * Because a group's factors do not depend on micro-batch or sequence, the band's upper end
  * is monotone in the peak wherever the peak is, and the sweep's pruning stays exact. */
 #ifndef LLMEM_BAND_H
@@ -23,7 +27,8 @@
 #include "units.h"
 #include "train.h"
 
-#define BAND_MIN_ROWS 19   /* the smallest n with k = floor(0.05 (n + 1)) >= 1 */
+#define BAND_COVER 0.95    /* 1 - alpha/2: each end of the band, alpha = 0.10 */
+#define BAND_MIN_ROWS 19   /* the smallest m whose residuals' mass m/(m+1) reaches BAND_COVER */
 #define BAND_MIN_SOURCES 3 /* the spread to cover is between sources: one or two is no sample */
 #define BAND_ANY (-1)      /* a key field that the group leaves open */
 

@@ -20,13 +20,13 @@ line = [l for l in open(sys.argv[2]) if l.startswith("all ")][-1].split()
 print(f"coverage {inside}/{len(rows)} = {100 * inside / len(rows):.1f} %; validate: {line}")
 sys.exit(0 if int(line[1]) == len(rows) and int(line[3]) == inside else 1)
 PY
-# coverage over all rows with a band: DESIGN.md asks for 90 %; the repo's data gives 87.2 %
-# (116 of 133, README "Error band"; the two offload rows fall outside). This floor catches a regression of the bands; raise it
-# when the model or the data move the coverage up.
-python3 - "$TMP/report.txt" <<'PY' || fail "band coverage fell below 87 %"
+# coverage over all rows with a band, leave-one-source-out: DESIGN.md asks for 90 %; the repo's
+# data gives 94.0 % (125 of 133, README "Error band"). Below 90 % the bands are no longer
+# what they claim: fix the model or the method, never a constant.
+python3 - "$TMP/report.txt" <<'PY' || fail "band coverage fell below 90 %"
 import sys
 line = [l for l in open(sys.argv[1]) if l.startswith("all ")][-1].split()
-sys.exit(0 if int(line[1]) >= 50 and int(line[3]) >= 0.87 * int(line[1]) else 1)
+sys.exit(0 if int(line[1]) >= 50 and int(line[3]) >= 0.90 * int(line[1]) else 1)
 PY
 # --margin: one configuration, a budget between its point prediction and its band's upper
 # end (from explain): only --margin 0 fits it, and exit 1 says so
