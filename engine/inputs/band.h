@@ -9,10 +9,14 @@
  * band is a split-conformal 90 % prediction interval (alpha = 0.10, 0.05 in each tail) for
  * one more residual, with the residuals weighted so that every source weighs the same: a
  * new configuration's error is drawn from a stack or harness the group has not seen, so
- * the sources, not the rows, are the units (the "pooled CDF" of Dunn, Wasserman & Ramdas,
- * JASA 2023). lo and hi are the weighted 5 % and 95 % quantiles with the new residual's
- * mass 1/(m+1) at -inf and +inf; with sources of equal size, the order statistics of rank
- * ceil(0.95 (m+1)) from each end. Widened to contain 1 (the point prediction).
+ * the sources, not the rows, are the units ("CDF pooling", Dunn, Wasserman & Ramdas, JASA
+ * 2023, doi:10.1080/01621459.2022.2060112, arXiv:1809.07441). lo and hi are the weighted 5 %
+ * and 95 % quantiles with the new residual's mass 1/(m+1) at -inf and +inf; with sources of
+ * equal size, the order statistics of rank ceil(0.95 (m+1)) from each end. Widened to
+ * contain 1 (the point prediction). CDF pooling's coverage is asymptotic; a finite-sample
+ * guarantee between sources (one residual per source) would need 19 sources in a group
+ * for a finite 90 % band, and the repo has 12 in all: the leave-one-source-out coverage
+ * that validate prints is the evidence.
  * Because a group's factors do not depend on micro-batch or sequence, the band's upper end
  * is monotone in the peak wherever the peak is, and the sweep's pruning stays exact. */
 #ifndef LLMEM_BAND_H
