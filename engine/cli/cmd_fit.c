@@ -321,21 +321,31 @@ static const char *with_model_name(int w)
     return w == RULES_ADD ? "add" : w == 1 ? "yes" : "no";
 }
 
+/* The set's band: the widest over the candidates, lo rounded down and hi up to the 4
+ * decimals the file keeps (what fit prints is what the set applies). */
+static void set_band(const struct cand_fit *cf, size_t ncf, double *lo, double *hi)
+{
+    *lo = 1.0, *hi = 1.0;
+    for (size_t c = 0; c < ncf; c++) {
+        *lo = fmin(*lo, cf[c].st.band_lo);
+        *hi = fmax(*hi, cf[c].st.band_hi);
+    }
+    *lo = floor(*lo * 1e4) / 1e4;
+    *hi = ceil(*hi * 1e4) / 1e4;
+}
+
 static void put_set(FILE *f, const struct fit_args *a, const struct fit_data *d,
                     const struct selection *sel, const struct cand_fit *cf, size_t ncf)
 {
     const char *s = a->set;
     put_row(f, s, "", "metric", rules_metric_name((enum rules_metric)sel->metric), "");
     put_row(f, s, "", "with_model", with_model_name(a->with_model), "");
-    if (a->with_model == RULES_ADD) { /* the widest band over the candidates */
-        double lo = 1.0, hi = 1.0;
-        for (size_t c = 0; c < ncf; c++) {
-            lo = fmin(lo, cf[c].st.band_lo);
-            hi = fmax(hi, cf[c].st.band_hi);
-        }
-        put_number(f, s, "", "band.lo", floor(lo * 1e4) / 1e4, false,
+    if (a->with_model == RULES_ADD) {
+        double lo, hi;
+        set_band(cf, ncf, &lo, &hi);
+        put_number(f, s, "", "band.lo", lo, false,
                    "error band: held-out residuals (leave-one-model-out when it exists)");
-        put_number(f, s, "", "band.hi", ceil(hi * 1e4) / 1e4, false, "");
+        put_number(f, s, "", "band.hi", hi, false, "");
     }
     for (int i = 0; i < a->nmatch; i++) {
         char key[64];
@@ -441,10 +451,12 @@ static void report(const struct fit_args *a, const struct fit_data *d, const str
             printf(" %s=%.6g", rules_feature_name(cf[c].feat[j]), cf[c].coef[j]);
         putchar('\n');
     }
-    if (a->with_model == RULES_ADD)
+    if (a->with_model == RULES_ADD) {
+        double lo, hi;
+        set_band(cf, ncf, &lo, &hi);
         printf("error band of the calibrated prediction: x%.4f .. x%.4f (from %s residuals)\n",
-               cf[0].st.band_lo, cf[0].st.band_hi,
-               cf[0].st.lomo_models >= 2 ? "leave-one-model-out" : "leave-one-out");
+               lo, hi, cf[0].st.lomo_models >= 2 ? "leave-one-model-out" : "leave-one-out");
+    }
     printf("wrote %s\n", a->out);
 }
 
