@@ -82,7 +82,8 @@ struct band_table {
 /* Builds the table from all samples (no source left out). Returns 0, or -1 without memory. */
 int band_table_build(const struct band_sample *s, size_t n, struct band_table *t);
 void band_table_free(struct band_table *t);
-/* Writes the table as CSV (`level,stack,finetune,data,rows,sources,lo,hi`); 0 or -1. */
+/* Writes the table as CSV (`stack,finetune,data,rows,sources,lo,hi`; `*` leaves a field open,
+ * and the first `*` gives the level); 0 or -1. */
 int band_table_write(const struct band_table *t, FILE *f);
 /* Reads a band CSV written by band_table_write. Returns 0, or -1 with e. */
 int band_table_read(const char *path, struct band_table *t, struct input_error *e);
