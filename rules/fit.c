@@ -311,7 +311,7 @@ static int leave_one_out(const struct fit_data *d, const size_t *idx, size_t n, 
  * returns their count (-1 on failure). */
 static long leave_one_model_out(const struct fit_data *d, const size_t *idx, size_t n,
                                 const int *feat, size_t k, enum fit_kind kind, bool *use,
-                                double *c, double *ratio, struct fit_stats *st)
+                                double *c, double *ratio, size_t *unit, struct fit_stats *st)
 {
     size_t got = 0;
     for (size_t i = 0; i < n; i++) {
@@ -333,6 +333,7 @@ static long leave_one_model_out(const struct fit_data *d, const size_t *idx, siz
             double err = fabs(pct_error(d, idx[j], pred));
             st->lomo_mean_pct += err;
             st->lomo_max_pct = fmax(st->lomo_max_pct, err);
+            unit[got] = model;
             ratio[got++] = pred > 0 ? d->rows[idx[j]].y / pred : 0.0;
         }
     }
@@ -359,22 +360,27 @@ int fit_candidate(const struct fit_data *d, const size_t *idx, size_t n, const i
     st->rms_pct = sqrt(ss / (double)n);
     double *c = malloc((k ? k : 1) * sizeof *c);
     double *loo = malloc(2 * n * sizeof *loo), *lomo = loo ? loo + n : NULL;
+    size_t *unit = malloc(2 * n * sizeof *unit); /* the model of each held-out residual */
     bool *use = malloc(n * sizeof *use);
     long nlomo = -1;
-    int rc = c && loo && use ? leave_one_out(d, idx, n, feat, k, kind, use, c, loo, st) : -1;
-    if (!rc && (nlomo = leave_one_model_out(d, idx, n, feat, k, kind, use, c, lomo, st)) < 0)
+    int rc = c && loo && unit && use ? leave_one_out(d, idx, n, feat, k, kind, use, c, loo, st) : -1;
+    if (!rc && (nlomo = leave_one_model_out(d, idx, n, feat, k, kind, use, c, lomo, unit + n,
+                                            st)) < 0)
         rc = -1;
     if (!rc) { /* the band of the held-out residuals: leave-one-model-out when it exists */
         struct band b;
+        for (size_t i = 0; i < n; i++)
+            unit[i] = d->rows[idx[i]].model;
         if (st->lomo_models >= 2)
-            band_from_heldout(lomo, (size_t)nlomo, &b);
+            band_from_heldout(lomo, unit + n, (size_t)nlomo, &b);
         else
-            band_from_heldout(loo, n, &b);
+            band_from_heldout(loo, unit, n, &b);
         st->band_lo = b.lo;
         st->band_hi = b.hi;
     }
     free(c);
     free(loo);
+    free(unit);
     free(use);
     return rc;
 }

@@ -133,6 +133,42 @@ static void test_sources_weigh_the_same(void **state)
     assert_true(fabs(b.lo - 0.92) < 1e-12);
 }
 
+/* A calibration's band. Three held-out log ratios -0.1, 0, 0.1: mean 0, sd 0.1, so
+ * half-width t(0.95, 2) 0.1 sqrt(4/3) = 2.920 x 0.11547 = 0.33717: x0.71379 .. x1.40098.
+ * Forty: ranks, every model weighing the same: model 0 has 38 ratios at 1.00, model 1 two,
+ * 1.20 and 1.30 (t = 1/41; a model (40/41)/2 = 0.4878, model 1's rows 0.2439 each): from the
+ * smallest 0.4878, 0.7317, 0.9756 reaches 0.95 at 1.30; from the largest model 1 gives 0.4878
+ * and model 0's 37th row (0.012837 each) reaches it at 1.00. Unweighted (no units), rank
+ * ceil(0.95 x 41) = 39 of 40 is 1.20. */
+static void test_heldout(void **state)
+{
+    (void)state;
+    double r3[3] = {exp(-0.1), 1.0, exp(0.1)};
+    struct band b;
+    band_from_heldout(r3, NULL, 3, &b);
+    assert_int_equal(b.level, BAND_CALIBRATION);
+    assert_int_equal(b.rows, 3);
+    assert_true(fabs(b.lo - exp(-2.920 * 0.1 * sqrt(4.0 / 3.0))) < 1e-12);
+    assert_true(fabs(b.hi - 1.40098) < 1e-5);
+    double r40[40];
+    size_t unit[40];
+    for (int i = 0; i < 40; i++)
+        r40[i] = 1.0, unit[i] = 0;
+    r40[5] = 1.30, unit[5] = 1;
+    r40[25] = 1.20, unit[25] = 1;
+    band_from_heldout(r40, unit, 40, &b);
+    assert_int_equal(b.rows, 40);
+    assert_true(b.hi == 1.30 && b.lo == 1.0);
+    band_from_heldout(r40, NULL, 40, &b);
+    assert_true(b.hi == 1.20 && b.lo == 1.0);
+    r40[0] = r40[1] = 0.0; /* unpredicted rows (ratio 0) stay out: 38 left */
+    band_from_heldout(r40, unit, 40, &b);
+    assert_int_equal(b.rows, 38);
+    double two[2] = {0.9, 1.1}; /* fewer than 3: no band */
+    band_from_heldout(two, NULL, 2, &b);
+    assert_int_equal(b.level, -1);
+}
+
 /* The table lists each supported group once; written and read back it gives the same
  * lookups (factors rounded outward to 4 decimals). */
 static void test_table_round_trip(void **state)
@@ -175,6 +211,7 @@ int main(void)
         cmocka_unit_test(test_fallback_and_leave_out),
         cmocka_unit_test(test_finest_group),
         cmocka_unit_test(test_sources_weigh_the_same),
+        cmocka_unit_test(test_heldout),
         cmocka_unit_test(test_table_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -73,6 +73,14 @@ static double weighted_quantile(const struct weighted *v, size_t m, int dir)
     return v[dir > 0 ? m - 1 : 0].ratio;
 }
 
+/* lo and hi of m weighted residuals whose weights sum to m/(m+1) (sorts v). */
+static void weighted_band(struct weighted *v, size_t m, struct band *b)
+{
+    qsort(v, m, sizeof *v, cmp_weighted);
+    b->lo = fmin(1.0, weighted_quantile(v, m, -1));
+    b->hi = fmax(1.0, weighted_quantile(v, m, +1));
+}
+
 /* The band of one group (level, key masked to it); false when it is too small. The
  * residuals are weighted so that every source weighs the same, (1 - t) / (S n_s) for a
  * row of a source with n_s rows among S sources, and the new residual gets the mass
@@ -96,9 +104,7 @@ static bool group_band(const struct band_sample *s, size_t n, struct band_key ke
         v[j] = (struct weighted){s[idx[j]].ratio,
                                  (1.0 - t) / ((double)sources *
                                               (double)rows_of_source(s, idx, m, s[idx[j]].source))};
-    qsort(v, m, sizeof *v, cmp_weighted);
-    b->lo = fmin(1.0, weighted_quantile(v, m, -1));
-    b->hi = fmax(1.0, weighted_quantile(v, m, +1));
+    weighted_band(v, m, b);
     b->level = level;
     b->rows = (int)m;
     b->sources = (int)sources;
@@ -129,7 +135,39 @@ static double t95(size_t df)
     return df >= 1 && df <= 30 ? t[df - 1] : 1.645;
 }
 
-void band_from_heldout(const double *ratio, size_t n, struct band *b)
+/* How many of the positive ratios belong to unit[i] (every one when unit is NULL). */
+static size_t unit_rows(const double *ratio, const size_t *unit, size_t n, size_t i)
+{
+    size_t c = 0;
+    for (size_t k = 0; k < n; k++)
+        c += ratio[k] > 0.0 && (!unit || unit[k] == unit[i]);
+    return c;
+}
+
+/* The split-conformal band of the m positive ratios, every unit weighing the same (as
+ * group_band weighs sources: a unit with c rows among U weighs (1 - t) / (U c)); false
+ * without memory. */
+static bool heldout_ranks(const double *ratio, const size_t *unit, size_t n, size_t m,
+                          struct band *b)
+{
+    struct weighted *v = malloc(m * sizeof *v);
+    if (!v)
+        return false;
+    double units = 0.0; /* sum over the rows of 1/c: one per unit */
+    for (size_t i = 0; i < n; i++)
+        if (ratio[i] > 0.0)
+            units += 1.0 / (double)unit_rows(ratio, unit, n, i);
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ratio[i] > 0.0)
+            v[j++] = (struct weighted){ratio[i], (1.0 - 1.0 / (double)(m + 1)) /
+                                                     (units * (double)unit_rows(ratio, unit, n, i))};
+    weighted_band(v, m, b);
+    free(v);
+    return true;
+}
+
+void band_from_heldout(const double *ratio, const size_t *unit, size_t n, struct band *b)
 {
     *b = (struct band){1.0, 1.0, -1, 0, 1};
     double sum = 0.0, ss = 0.0;
@@ -141,13 +179,18 @@ void band_from_heldout(const double *ratio, size_t n, struct band *b)
         }
     if (m < 3)
         return;
-    double mean = sum / (double)m;
-    for (size_t i = 0; i < n; i++)
-        if (ratio[i] > 0.0)
-            ss += (log(ratio[i]) - mean) * (log(ratio[i]) - mean);
-    double half = t95(m - 1) * sqrt(ss / (double)(m - 1)) * sqrt(1.0 + 1.0 / (double)m);
-    b->lo = fmin(1.0, exp(mean - half));
-    b->hi = fmax(1.0, exp(mean + half));
+    if (m >= BAND_MIN_ROWS) {
+        if (!heldout_ranks(ratio, unit, n, m, b))
+            return;
+    } else {
+        double mean = sum / (double)m;
+        for (size_t i = 0; i < n; i++)
+            if (ratio[i] > 0.0)
+                ss += (log(ratio[i]) - mean) * (log(ratio[i]) - mean);
+        double half = t95(m - 1) * sqrt(ss / (double)(m - 1)) * sqrt(1.0 + 1.0 / (double)m);
+        b->lo = fmin(1.0, exp(mean - half));
+        b->hi = fmax(1.0, exp(mean + half));
+    }
     b->level = BAND_CALIBRATION;
     b->rows = (int)m;
 }

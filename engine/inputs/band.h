@@ -65,12 +65,15 @@ void band_from_samples(const struct band_sample *s, size_t n, struct band_key ke
                        const char *exclude, struct band *b);
 
 /* A calibration's band (a rule set's band.lo, band.hi) from its n held-out ratios
- * measured / predicted: too few for order statistics, so a 90 % prediction interval for
- * one more log ratio under a normal model, mean +- t(0.95, n-1) sd sqrt(1 + 1/n) (Student;
- * the t quantile widens it for small n), widened to contain 1. Level BAND_CALIBRATION;
- * -1 (factors 1) when fewer than 3 ratios are positive. */
+ * measured / predicted (ratios <= 0 are left out). With at least BAND_MIN_ROWS of them, the
+ * split-conformal band of the table's groups, each held-out unit (unit[i], the model a
+ * residual was held out with; NULL: all one unit) weighing the same. With fewer, too few
+ * for order statistics: a 90 % prediction interval for one more log ratio under a normal
+ * model, mean +- t(0.95, n-1) sd sqrt(1 + 1/n) (Student; the t quantile widens it for
+ * small n). Widened to contain 1. Level BAND_CALIBRATION; -1 (factors 1) when fewer than
+ * 3 ratios are positive. */
 #define BAND_CALIBRATION 9
-void band_from_heldout(const double *ratio, size_t n, struct band *b);
+void band_from_heldout(const double *ratio, const size_t *unit, size_t n, struct band *b);
 
 /* The band table: every group, at every level, that the samples support. */
 struct band_table {
