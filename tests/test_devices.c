@@ -15,50 +15,9 @@
 #include <jansson.h>
 
 #include "devices.h"
+#include "fixtures.h"
 
 #define CAPTURE_MAX 8192
-
-#define CMD_ARGS_MAX 8
-
-/* Runs fn on the space-separated words of line with stdout redirected into buf (may be NULL);
- * returns fn's result. The words are copied because commands take a mutable argv. */
-static int run_cmd(int (*fn)(int, char **), const char *line, char *buf, size_t len)
-{
-    char words[256];
-    char *argv[CMD_ARGS_MAX + 1];
-    int argc = 0;
-    assert_true(strlen(line) < sizeof words);
-    memcpy(words, line, strlen(line) + 1);
-    for (char *p = words; *p != '\0' && argc < CMD_ARGS_MAX;) {
-        argv[argc++] = p;
-        while (*p != '\0' && *p != ' ')
-            p++;
-        if (*p == ' ')
-            *p++ = '\0';
-    }
-    argv[argc] = NULL;
-
-    char scratch[CAPTURE_MAX];
-    if (buf == NULL) {
-        buf = scratch;
-        len = sizeof scratch;
-    }
-    FILE *tmp = tmpfile();
-    assert_non_null(tmp);
-    fflush(stdout);
-    int saved = dup(STDOUT_FILENO);
-    assert_true(saved >= 0);
-    assert_true(dup2(fileno(tmp), STDOUT_FILENO) >= 0);
-    int rc = fn(argc, argv);
-    fflush(stdout);
-    assert_true(dup2(saved, STDOUT_FILENO) >= 0);
-    close(saved);
-    rewind(tmp);
-    size_t n = fread(buf, 1, len - 1, tmp);
-    buf[n] = '\0';
-    fclose(tmp);
-    return rc;
-}
 
 static int gpu_count(void)
 {
@@ -133,19 +92,19 @@ static void test_devices_text(void **state)
 {
     (void)state;
     char out[CAPTURE_MAX];
-    assert_int_equal(run_cmd(cmd_devices, "devices", out, sizeof out), 0);
+    assert_int_equal(fixture_run_cmd(cmd_devices, "devices", out, sizeof out), 0);
     if (gpu_count() == 0)
         assert_true(strncmp(out, "no GPU: ", 8) == 0 && strlen(out) > 9);
     else
         assert_true(strncmp(out, "0  ", 3) == 0 && strstr(out, " GiB  cc ") != NULL);
-    assert_int_equal(run_cmd(cmd_devices, "devices --format text", out, sizeof out), 0);
+    assert_int_equal(fixture_run_cmd(cmd_devices, "devices --format text", out, sizeof out), 0);
 }
 
 static void test_devices_json(void **state)
 {
     (void)state;
     char out[CAPTURE_MAX];
-    assert_int_equal(run_cmd(cmd_devices, "devices --format json", out, sizeof out), 0);
+    assert_int_equal(fixture_run_cmd(cmd_devices, "devices --format json", out, sizeof out), 0);
 
     json_error_t err;
     json_t *root = json_loads(out, JSON_REJECT_DUPLICATES, &err);
@@ -164,7 +123,7 @@ static void test_devices_json(void **state)
     }
     json_decref(root);
 
-    assert_int_equal(run_cmd(cmd_devices, "devices --format=json", out, sizeof out), 0);
+    assert_int_equal(fixture_run_cmd(cmd_devices, "devices --format=json", out, sizeof out), 0);
     assert_true(out[0] == '{');
 }
 
@@ -172,23 +131,23 @@ static void test_devices_usage_errors(void **state)
 {
     (void)state;
     char out[CAPTURE_MAX];
-    assert_int_equal(run_cmd(cmd_devices, "devices --x", out, sizeof out), 2);
+    assert_int_equal(fixture_run_cmd(cmd_devices, "devices --x", out, sizeof out), 2);
     assert_string_equal(out, ""); /* messages go to stderr only */
-    assert_int_equal(run_cmd(cmd_devices, "devices --format", NULL, 0), 2);
-    assert_int_equal(run_cmd(cmd_devices, "devices --format xml", NULL, 0), 2);
-    assert_int_equal(run_cmd(cmd_devices, "devices gpu0", NULL, 0), 2);
-    assert_int_equal(run_cmd(cmd_devices, "devices --formats json", NULL, 0), 2);
+    assert_int_equal(fixture_run_cmd(cmd_devices, "devices --format", NULL, 0), 2);
+    assert_int_equal(fixture_run_cmd(cmd_devices, "devices --format xml", NULL, 0), 2);
+    assert_int_equal(fixture_run_cmd(cmd_devices, "devices gpu0", NULL, 0), 2);
+    assert_int_equal(fixture_run_cmd(cmd_devices, "devices --formats json", NULL, 0), 2);
 
-    assert_int_equal(run_cmd(cmd_devices, "devices --help", out, sizeof out), 0);
+    assert_int_equal(fixture_run_cmd(cmd_devices, "devices --help", out, sizeof out), 0);
     assert_non_null(strstr(out, "usage: llmem-sweep devices"));
-    assert_int_equal(run_cmd(cmd_devices, "devices -h", NULL, 0), 0);
+    assert_int_equal(fixture_run_cmd(cmd_devices, "devices -h", NULL, 0), 0);
 }
 
 static void test_probe_command(void **state)
 {
     (void)state;
     char out[CAPTURE_MAX];
-    assert_int_equal(run_cmd(cmd_probe, "probe --help", out, sizeof out), 0);
+    assert_int_equal(fixture_run_cmd(cmd_probe, "probe --help", out, sizeof out), 0);
     assert_non_null(strstr(out, "usage: llmem-sweep probe"));
     assert_non_null(strstr(out, "Exit codes"));
 
@@ -198,14 +157,14 @@ static void test_probe_command(void **state)
         "probe --gpu 0",      "probe 0",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_int_equal(run_cmd(cmd_probe, bad[i], out, sizeof out), 2);
+        assert_int_equal(fixture_run_cmd(cmd_probe, bad[i], out, sizeof out), 2);
 
     if (gpu_count() == 0) {
-        assert_int_equal(run_cmd(cmd_probe, "probe", out, sizeof out), 4);
+        assert_int_equal(fixture_run_cmd(cmd_probe, "probe", out, sizeof out), 4);
         assert_string_equal(out, ""); /* nothing a script could mistake for a value */
-        assert_int_equal(run_cmd(cmd_probe, "probe --device 3", NULL, 0), 4);
+        assert_int_equal(fixture_run_cmd(cmd_probe, "probe --device 3", NULL, 0), 4);
     } else {
-        assert_int_equal(run_cmd(cmd_probe, "probe --device=4096", NULL, 0), 2);
+        assert_int_equal(fixture_run_cmd(cmd_probe, "probe --device=4096", NULL, 0), 2);
     }
 }
 

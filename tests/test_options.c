@@ -10,7 +10,10 @@
 
 #include <cmocka.h>
 
+#include "commands.h"
+#include "devices.h"
 #include "error.h"
+#include "fixtures.h"
 #include "options.h"
 #include "train.h"
 #include "units.h"
@@ -342,6 +345,40 @@ static void test_commands(void **state)
     free(so);
 }
 
+/* Every option of every command appears in that command's --help (aliases say "also works"):
+ * the help cannot drift from the table. */
+static void test_help_names_every_option(void **state)
+{
+    (void)state;
+    static const struct {
+        unsigned cmd;
+        int (*fn)(int, char **);
+        const char *line;
+    } helps[] = {
+        {CMD_SWEEP, cmd_sweep, "llmem-sweep --help"}, {CMD_EXPLAIN, cmd_explain, "explain --help"},
+        {CMD_VALIDATE, cmd_validate, "validate --help"}, {CMD_FIT, cmd_fit, "fit --help"},
+        {CMD_MERGE, cmd_merge, "merge --help"},          {CMD_CATALOG, cmd_models, "models --help"},
+        {CMD_DEVICES, cmd_devices, "devices --help"},    {CMD_PROBE, cmd_probe, "probe --help"},
+        {CMD_DIFF, cmd_diff, "diff --help"},
+    };
+    static char help[16384];
+    for (size_t h = 0; h < sizeof helps / sizeof helps[0]; h++) {
+        assert_int_equal(fixture_run_cmd(helps[h].fn, helps[h].line, help, sizeof help), 0);
+        unsigned cmds;
+        const char *name;
+        for (size_t i = 0; (name = options_table_row(i, &cmds)); i++) {
+            if (!(cmds & helps[h].cmd))
+                continue;
+            const char *at = help;
+            size_t n = strlen(name);
+            while ((at = strstr(at, name)) && (at[n] == '-' || (at[n] >= 'a' && at[n] <= 'z')))
+                at += n; /* --gpus is not --gpus-per-node */
+            if (!at)
+                fail_msg("'%s' does not name %s", helps[h].line, name);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -355,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_default_axes),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_commands),
+        cmocka_unit_test(test_help_names_every_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

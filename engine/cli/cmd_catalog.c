@@ -13,7 +13,7 @@ static int load(int argc, char **argv, struct catalog *c)
     const char *dir = NULL;
     int rc = options_parse_cmd(CMD_CATALOG, argc, argv, &dir, NULL, NULL);
     if (rc < 0)
-        printf("usage: llmem-sweep %s [--catalog DIR]\n", argv[0]);
+        printf("usage: llmem-sweep %s [--catalog DIR]   (--data DIR also works)\n", argv[0]);
     if (rc)
         return rc;
     struct input_error e;

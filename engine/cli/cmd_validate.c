@@ -28,7 +28,8 @@ static void usage(void)
          "width are printed per source. --write-band writes the band table of all rows\n"
          "(what the sweep reads from datasets/band.csv). Rows with tokens_per_s_gpu\n"
          "(metric none: throughput only) are compared with the speed model: per source\n"
-         "the median absolute error and the pairwise ordering agreement in each group.");
+         "the median absolute error and the pairwise ordering agreement in each group.\n"
+         "--catalog DIR is the folder of models.csv and gpus.csv (--data DIR also works).");
 }
 
 static int parse_args(int argc, char **argv, struct validate_args *a)

@@ -276,7 +276,7 @@ static const struct opt_choice devices_formats[] = {{"text", 0}, {"json", 1}, {N
 static const struct opt_choice ranks[] = {{"speed", RANK_SPEED}, {"llmem", RANK_LLMEM}, {NULL, 0}};
 static const struct opt_choice with_model[] = {{"yes", 1}, {"no", 0}, {"add", RULES_ADD}, {NULL, 0}};
 
-#define SW (CMD_SWEEP | CMD_EXPLAIN) /* explain takes every sweep option but --shard */
+#define SW (CMD_SWEEP | CMD_EXPLAIN) /* what explain reads of the sweep's options */
 #define O(f) offsetof(struct options, f)
 #define V(f) offsetof(struct validate_args, f)
 #define F(f) offsetof(struct fit_args, f)
@@ -292,7 +292,7 @@ static const struct opt_choice with_model[] = {{"yes", 1}, {"no", 0}, {"add", RU
 
 /* Every option of every command (DESIGN.md section 4, README "Contract extensions"). */
 static const struct opt_row table[] = {
-    FLAG("--all", SW, O(all)),
+    FLAG("--all", CMD_SWEEP, O(all)),
     ENUM("--alloc-conf", axes.alloc, alloc_conf_parse),
     FLAG("--append", CMD_FIT, F(append)),
     CALL("--attention", SW, set_attention),
@@ -329,12 +329,12 @@ static const struct opt_row table[] = {
     STR("--metric", CMD_FIT, F(metric)),
     INTS("--micro-batch", axes.batch, 1, 65536),
     LIST("--model", SW, O(models), O(nmodels), OPT_MODELS_MAX),
-    FLAG("--no-prune", SW, O(no_prune)),
+    FLAG("--no-prune", CMD_SWEEP, O(no_prune)),
     LIST("--note", CMD_FIT, F(notes), F(nnotes), FIT_ARGS_MAX),
-    ENUM("--objective", objective, objective_parse),
+    {"--objective", CMD_SWEEP, T_ENUM, O(objective), 0, 0, 0, objective_parse, NULL, NULL, NULL},
     ENUM("--offload", axes.offload, offload_value),
     NAMES("--optimizer", axes.optimizers, axes.noptimizers, optimizer_parse, OPT_COUNT),
-    LIST("--out", SW | CMD_MERGE, O(outs), O(nouts), OPT_OUTS_MAX),
+    LIST("--out", CMD_SWEEP | CMD_MERGE, O(outs), O(nouts), OPT_OUTS_MAX),
     STR("--out", CMD_VALIDATE, V(out)),
     STR("--out", CMD_FIT, F(out)),
     FLAG("--paper", SW, O(paper)),
@@ -342,23 +342,23 @@ static const struct opt_row table[] = {
     INTS("--pp", axes.pp, 2, 4096),
     NUM("--pp-microbatches", SW, T_INT, O(axes.pp_microbatches), 1, 65536, NULL),
     NAMES("--precision", axes.precisions, axes.nprecisions, precision_parse, PREC_COUNT),
-    FLAG("--progress", SW, O(progress)),
+    FLAG("--progress", CMD_SWEEP, O(progress)),
     NAMES("--quant", axes.quants, axes.nquants, quant_parse, QUANT_COUNT),
-    FLAG("--quiet", SW, O(quiet)),
-    CHOICE("--rank", SW, O(rank), ranks),
-    CALL("--recipes", SW, set_recipes),
+    FLAG("--quiet", CMD_SWEEP, O(quiet)),
+    CHOICE("--rank", CMD_SWEEP, O(rank), ranks),
+    CALL("--recipes", CMD_SWEEP, set_recipes),
     STR("--rules", SW, O(rules)),
     STR("--rules", CMD_VALIDATE, V(rules)),
     INTS("--seq", axes.seq, 2, 1 << 20),
     STR("--set", CMD_FIT, F(set)),
     CALL("--shard", CMD_SWEEP, set_shard), /* explain evaluates one point */
     ENUM("--stack", axes.stack, stack_parse),
-    FLAG("--stamp", SW, O(stamp)),
+    FLAG("--stamp", CMD_SWEEP, O(stamp)),
     FLAG("--summary", CMD_VALIDATE, V(summary_only)),
-    NUM("--threads", SW, T_INT, O(threads), 1, 4096, NULL),
+    NUM("--threads", CMD_SWEEP, T_INT, O(threads), 1, 4096, NULL),
     NUM("--threshold", CMD_DIFF, T_REAL, 0, 0, 1e6, "(a percentage)"),
-    NUM("--tokens", SW, T_REAL, O(tokens), 1, 1e18, NULL),
-    NUM("--top", SW | CMD_MERGE, T_LONG, O(top), 0, INT32_MAX, NULL),
+    NUM("--tokens", CMD_SWEEP, T_REAL, O(tokens), 1, 1e18, NULL),
+    NUM("--top", CMD_SWEEP | CMD_MERGE, T_LONG, O(top), 0, INT32_MAX, NULL),
     INTS("--tp", axes.tp, 1, 4096),
     FLAG("--verbose", CMD_FIT, F(verbose)),
     CHOICE("--with-model", CMD_FIT, F(with_model), with_model),
@@ -395,6 +395,14 @@ static const struct opt_row *find_row(const char *s, size_t len, unsigned cmd, b
         if (r->cmds & cmd)
             return r;
     return NULL;
+}
+
+const char *options_table_row(size_t i, unsigned *cmds)
+{
+    if (i >= TABLE_ROWS)
+        return NULL;
+    *cmds = table[i].cmds;
+    return table[i].name;
 }
 
 const char *options_table_problem(void)
@@ -701,12 +709,14 @@ void options_usage(enum options_mode mode)
     if (mode == OPTIONS_EXPLAIN) {
         fputs("usage: llmem-sweep explain --model NAME|PATH [options]\n"
               "Every memory term, the peak phase and the step time of one configuration.\n"
-              "  --method M         single|cdp|adp|tp|dp+tp|zero1|zero2|pp|offload (default single)\n"
+              "  --method M         single|cdp|adp|tp|dp+tp|zero1|zero2|pp|offload (default single;\n"
+              "                     --methods also works)\n"
               "  --gpus N           GPU count (default 1; 2 for multi-GPU methods)\n"
               "  --tp N             TP degree for dp+tp (default 2; tp = gpus for tp; 1 for pp)\n"
               "  --pp N             pipeline stages for pp (default 2)\n"
-              "  --micro-batch N    per-GPU micro-batch (default 1)\n"
-              "  --seq N            sequence length (default 512)\n", stdout);
+              "  --micro-batch N    per-GPU micro-batch (default 1; --batch also works)\n"
+              "  --seq N            sequence length (default 512)\n"
+              "  --format F         text (default) or json\n", stdout);
     } else {
         fputs("usage: llmem-sweep [options] [--out FILE]...\n"
               "       llmem-sweep COMMAND [options]   (COMMAND --help for its options)\n"
@@ -721,11 +731,13 @@ void options_usage(enum options_mode mode)
               "  merge              combine --shard CSVs into one report\n"
               "  diff OLD NEW       what changed between two ranked CSVs (nightly jobs)\n"
               "Options:\n"
-              "  --methods LIST     single,cdp,adp,tp,dp+tp,zero1,zero2,pp,offload (default all)\n"
+              "  --methods LIST     single,cdp,adp,tp,dp+tp,zero1,zero2,pp,offload (default all;\n"
+              "                     --method also works)\n"
               "  --gpus LIST        GPU counts (default 1,2,4,8,16,32,64)\n"
               "  --tp LIST          TP degrees of dp+tp and pp (default every divisor)\n"
               "  --pp LIST          pipeline stages of pp (default every divisor >= 2)\n"
-              "  --batch LIST       per-GPU micro-batches (default powers of 2 up to 1024)\n"
+              "  --batch LIST       per-GPU micro-batches (default powers of 2 up to 1024;\n"
+              "                     --micro-batch also works)\n"
               "  --seq LIST         sequence lengths (default 2048,4096,8192)\n"
               "  --recipes R        default (bf16 mixed, AdamW; full, LoRA and QLoRA r16 on\n"
               "                     all linear layers; seq 2048,4096,8192) or all (every\n"
@@ -740,12 +752,11 @@ void options_usage(enum options_mode mode)
               "  --all              also keep non-fitting points (implies --no-prune)\n"
               "  --no-prune         evaluate every point (same fitting set, slower)\n"
               "  --threads N        worker threads (default: all cores)\n"
-              "  --gpus-per-node N  GPUs per node (default 8); collectives beyond a node use\n"
-              "                     the inter-node link (gpus.csv internode_gbs)\n"
               "  --shard K/N        evaluate the K-th of N slices; combine with `merge`\n"
               "  --rank speed|llmem rank by throughput (default) or LLMem's Algorithm 1\n"
               "  --format F         table|csv|json|html (default from --out's extension)\n"
               "  --out FILE         write the report (repeatable: one file per format)\n"
+              "  --stamp            the HTML report's footer says when it was generated\n"
               "  --quiet, --progress  progress line on stderr (default: only on a terminal)\n",
               stdout);
     }
@@ -775,6 +786,8 @@ void options_usage(enum options_mode mode)
           "                     sample, lengths up to --seq) or packed (every batch --seq long)\n"
           "  --alloc-conf A     default or expandable (PYTORCH_CUDA_ALLOC_CONF=\n"
           "                     expandable_segments:True)\n"
+          "  --gpus-per-node N  GPUs per node (default 8); collectives beyond a node use\n"
+          "                     the inter-node link (gpus.csv internode_gbs)\n"
           "  --catalog DIR      folder with models.csv, gpus.csv and band.csv (--data DIR also works)\n"
           "  --margin M         what fits: auto (default: the error band's upper end fits the\n"
           "                     budget), PCT (the prediction + PCT %), 0 (the prediction alone)\n"

@@ -7,6 +7,7 @@
 #define LLMEM_OPTIONS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "answer.h"
@@ -99,6 +100,10 @@ int options_parse_cmd(enum opt_cmd cmd, int argc, char **argv, void *dst, const 
 /* NULL when the option table is sound (sorted by name for the lookup; no two rows of one
  * name for the same command; every row for some command), else what is wrong with it. */
 const char *options_table_problem(void);
+
+/* Row i of the option table: its name and (in *cmds) the commands that take it; NULL past
+ * the last row. For the check that every command's --help names each of its options. */
+const char *options_table_row(size_t i, unsigned *cmds);
 
 /* Which options a command accepts. */
 enum options_mode { OPTIONS_SWEEP, OPTIONS_EXPLAIN };
