@@ -101,6 +101,17 @@ static int load_band(struct job *j, const char *dir)
     return 0;
 }
 
+/* The sweep's progress line on stderr, redrawn in place and cleared at the end. */
+static void progress_line(void *data, const struct sweep_progress *p)
+{
+    (void)data;
+    if (p->finished)
+        fputs("\r\033[K", stderr);
+    else
+        fprintf(stderr, "\r%zu/%ld configuration groups, %.1f M points/s   ", p->done, p->total,
+                p->points_per_s / 1e6);
+}
+
 int job_init(struct job *j, const struct options *o)
 {
     struct input_error e;
@@ -123,7 +134,7 @@ int job_init(struct job *j, const struct options *o)
     struct sweep *s = &j->sweep;
     s->par = (struct sweep_params){
         .top = o->top, .all = o->all, .no_prune = o->no_prune,
-        .progress = !o->quiet && (o->progress || isatty(STDERR_FILENO)),
+        .progress = !o->quiet && (o->progress || isatty(STDERR_FILENO)) ? progress_line : NULL,
         .llmem_rank = o->rank == RANK_LLMEM, .threads = o->threads,
         .shard_k = o->shard_k, .shard_n = o->shard_n, .margin_pct = o->margin_pct,
     };

@@ -2,7 +2,6 @@
 #include "sweep.h"
 
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -391,14 +390,16 @@ int sweep_run(const struct sweep *s, struct sweep_result *r)
                 uint64_t ev = 0;
                 for (int i = 0; i < nthreads; i++) /* racy read: a progress hint only */
                     ev += workers[i].evaluated;
-                fprintf(stderr, "\r%zu/%ld configuration groups, %.1f M points/s   ", d, nslices,
-                        (double)ev / (now - t0) / 1e6);
+                struct sweep_progress p = {d, nslices, (double)ev / (now - t0), false};
+                o->progress(o->progress_data, &p);
                 last = now;
             }
         }
     }
-    if (o->progress)
-        fputs("\r\033[K", stderr);
+    if (o->progress) {
+        struct sweep_progress p = {(size_t)atomic_load(&done), nslices, 0, true};
+        o->progress(o->progress_data, &p);
+    }
 
     for (int t = 0; t < nthreads && !failed; t++) {
         failed |= workers[t].failed;

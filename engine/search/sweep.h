@@ -38,13 +38,28 @@ struct sweep_cell {
     bool has_fit, has_miss;
 };
 
+/* How far a running sweep is: configuration groups done of total, points evaluated per
+ * second so far; finished on the last call. */
+struct sweep_progress {
+    size_t done;
+    long total;
+    double points_per_s;
+    bool finished;
+};
+
+/* The caller's progress report (jq's jq_set_msg_cb style: the search never prints). Called
+ * from one worker thread at most every 0.2 s while the sweep runs, and once with finished
+ * set after it. */
+typedef void (*sweep_progress_fn)(void *data, const struct sweep_progress *p);
+
 /* What the search needs from the command line (the CLI fills it; the search never sees
  * the CLI's options). */
 struct sweep_params {
     long top;           /* layouts kept per recipe (ranks 1..top); 0 = all */
     bool all;           /* keep non-fitting points too (no pruning) */
     bool no_prune;
-    bool progress;      /* a progress line on stderr */
+    sweep_progress_fn progress; /* NULL: no progress reports */
+    void *progress_data;
     bool llmem_rank;    /* rank by LLMem's Algorithm 1 score instead of tokens/s */
     int threads;        /* 0 = all cores */
     int shard_k, shard_n; /* 1-based K of N; 0/0 = no sharding */
