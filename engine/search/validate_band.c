@@ -3,11 +3,9 @@
 #include "validate_band.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "outfile.h"
 
 static bool is_ok(const struct validate_row *r) { return !strcmp(r->status, "ok"); }
 static bool is_predicted(const struct validate_row *r)
@@ -55,70 +53,37 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* One line: rows with a band, inside, coverage %, median width % (source NULL: all). */
-static void print_source(const struct validate_row *rows, size_t n, const char *source, double *w)
+int validate_band_coverage(const struct validate_row *rows, size_t n, const char *source,
+                           struct band_coverage *c)
 {
-    size_t banded = 0, in = 0, none = 0;
+    double *w = malloc((n ? n : 1) * sizeof *w);
+    if (!w)
+        return -1;
+    *c = (struct band_coverage){0};
     for (size_t i = 0; i < n; i++) {
         if (!is_ok(&rows[i]) || (source && strcmp(rows[i].source, source)))
             continue;
         if (rows[i].band.level < 0) {
-            none++;
+            c->none++;
             continue;
         }
-        in += inside(&rows[i]);
-        w[banded++] = 100.0 * (rows[i].band.hi - rows[i].band.lo);
+        c->inside += inside(&rows[i]);
+        w[c->banded++] = 100.0 * (rows[i].band.hi - rows[i].band.lo);
     }
-    double median = 0;
-    if (banded) {
-        qsort(w, banded, sizeof *w, cmp_double);
-        median = banded % 2 ? w[banded / 2] : 0.5 * (w[banded / 2 - 1] + w[banded / 2]);
+    size_t b = c->banded;
+    if (b) {
+        qsort(w, b, sizeof *w, cmp_double);
+        c->median_width_pct = b % 2 ? w[b / 2] : 0.5 * (w[b / 2 - 1] + w[b / 2]);
+        c->coverage_pct = 100.0 * (double)c->inside / (double)b;
     }
-    if (!banded) { /* nothing predicted: no coverage to state */
-        printf("%-24.24s %5zu %7zu %7zu %10s %13s\n", source ? source : "all", banded, none, in,
-               "-", "-");
-        return;
-    }
-    printf("%-24.24s %5zu %7zu %7zu %10.1f %13.1f\n", source ? source : "all", banded, none, in,
-           100.0 * (double)in / (double)banded, median);
-}
-
-void validate_band_print(const struct validate_row *rows, size_t n)
-{
-    double *w = malloc((n ? n : 1) * sizeof *w);
-    if (!w)
-        return;
-    printf("\nerror band (leave-one-source-out, nominal 90 %%):\n%-24s %5s %7s %7s %10s %13s\n",
-           "source", "rows", "no band", "inside", "coverage %", "median width %");
-    for (size_t i = 0; i < n; i++) {
-        bool first = true;
-        for (size_t k = 0; k < i; k++)
-            first &= strcmp(rows[k].source, rows[i].source) != 0;
-        if (first)
-            print_source(rows, n, rows[i].source, w);
-    }
-    print_source(rows, n, NULL, w);
     free(w);
+    return 0;
 }
 
-int validate_band_write(const struct validate_row *rows, size_t n, const char *path,
-                        struct input_error *e)
+int validate_band_table(const struct validate_row *rows, size_t n, struct band_table *t)
 {
     struct band_sample *s = malloc((n ? n : 1) * sizeof *s);
-    struct band_table t = {0};
-    int rc = 0;
-    struct outfile out;
-    if (!s || band_table_build(s, samples_of(rows, n, s), &t) != 0) {
-        rc = input_error_set(e, EXIT_IO, path, 0, NULL, "out of memory");
-    } else if (outfile_open(&out, path, e) != 0) {
-        rc = -1;
-    } else if (band_table_write(&t, out.f) != 0) {
-        outfile_abort(&out);
-        rc = input_error_set(e, EXIT_IO, path, 0, NULL, "write failed");
-    } else {
-        rc = outfile_commit(&out, e);
-    }
-    band_table_free(&t);
+    int rc = !s || band_table_build(s, samples_of(rows, n, s), t) != 0 ? -1 : 0;
     free(s);
     return rc;
 }

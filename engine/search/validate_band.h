@@ -12,13 +12,20 @@
  * the "ok" rows of other sources. Returns 0, or -1 without memory. */
 int validate_band_rows(struct validate_row *rows, size_t n);
 
-/* Coverage (share of "ok" rows whose measurement lies inside their band) and median band
- * width (hi - lo, % of the prediction), per source and overall, on stdout. */
-void validate_band_print(const struct validate_row *rows, size_t n);
+/* The band of "ok" rows of one source (NULL: all): rows with a band, without one, and
+ * those whose measurement lies inside their band; coverage (% inside) and the median
+ * band width (hi - lo, % of the prediction), both 0 when no row has a band. */
+struct band_coverage {
+    size_t banded, none, inside;
+    double coverage_pct, median_width_pct;
+};
 
-/* Writes the band table of all "ok" rows to path, whole or not at all (outfile.h). Returns
- * 0, or -1 with e filled (EXIT_IO); prints nothing. */
-int validate_band_write(const struct validate_row *rows, size_t n, const char *path,
-                        struct input_error *e);
+/* Fills c for the rows of source (NULL: all). Returns 0, or -1 without memory. */
+int validate_band_coverage(const struct validate_row *rows, size_t n, const char *source,
+                           struct band_coverage *c);
+
+/* Builds the band table of all "ok" rows (what the sweep reads from datasets/band.csv) into
+ * t (band_table_free frees it). Returns 0, or -1 without memory. */
+int validate_band_table(const struct validate_row *rows, size_t n, struct band_table *t);
 
 #endif
