@@ -190,8 +190,8 @@ int fit_data_load(struct fit_data *d, const char *path, const struct catalog *ca
             rc = -1;
         } else if (got > 0) {
             d->skipped++;
-            if (d->log)
-                fprintf(d->log, "llmem-sweep: %s:%ld: skipped: %s\n", path, t.lines[r], why);
+            if (d->on_skip)
+                d->on_skip(d->on_skip_data, path, t.lines[r], why);
         } else {
             row.file = file;
             if (push_row(d, &row) != 0)

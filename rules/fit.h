@@ -8,7 +8,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 
 #include "catalog.h"
 #include "plan.h"
@@ -37,7 +36,9 @@ struct fit_data {
     char **files;
     size_t nfiles;
     size_t read, skipped;    /* data rows seen, rows that could not become configurations */
-    FILE *log;               /* where skipped rows are described; NULL: quiet */
+    /* Told of each skipped row and why (the library prints nothing); NULL: quiet. */
+    void (*on_skip)(void *data, const char *path, long line, const char *why);
+    void *on_skip_data;
 };
 
 /* Appends the rows of one measured CSV. Rows the tool cannot represent (unknown model,

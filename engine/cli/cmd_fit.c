@@ -486,6 +486,15 @@ static int run(const struct fit_args *a, struct fit_data *d, struct rule_book *r
     return rc;
 }
 
+/* --verbose: each measured row fit cannot use, and why. */
+static void say_skipped(void *data, const char *path, long line, const char *why)
+{
+    (void)data;
+    char p[4 * 512], w[4 * 200]; /* cells of the CSV reach the terminal escaped */
+    fprintf(stderr, "llmem-sweep: %s:%ld: skipped: %s\n", text_printable(path, p, sizeof p), line,
+            text_printable(why, w, sizeof w));
+}
+
 int cmd_fit(int argc, char **argv)
 {
     struct fit_args a;
@@ -502,7 +511,7 @@ int cmd_fit(int argc, char **argv)
         rules_free(rb);
         return e.code;
     }
-    struct fit_data d = {.log = a.verbose ? stderr : NULL};
+    struct fit_data d = {.on_skip = a.verbose ? say_skipped : NULL};
     for (int i = 0; rc == 0 && i < a.nmeasured; i++) {
         if (fit_data_load(&d, a.measured[i], &cat, &e) != 0) {
             input_error_print(&e);
