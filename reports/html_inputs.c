@@ -52,7 +52,7 @@ static void print_targets(FILE *f, const struct report_inputs *opt, const char *
 static void print_ckpts(FILE *f, const struct report_inputs *opt, const char *sep)
 {
     for (int i = 0; i < opt->axes.nckpts; i++)
-        fprintf(f, "%s%s", i ? sep : "", opt->axes.ckpts[i] == CKPT_ON ? "on" : opt->axes.ckpts[i] == CKPT_SELECTIVE ? "selective" : "off");
+        fprintf(f, "%s%s", i ? sep : "", ckpt_name((enum ckpt_mode)opt->axes.ckpts[i]));
 }
 
 /* A size as --budget takes it, exactly: the largest binary unit that divides it. */

@@ -69,7 +69,7 @@ void html_tuning_text(const struct train_config *c, char *buf, size_t n)
     char ft[160];
     finetune_text(c, ft, sizeof ft);
     snprintf(buf, n, "%s, %s, ckpt %s, %s", ft, precision_name(c->precision),
-             c->grad_ckpt ? "on" : "off", optimizer_name(c->optimizer));
+             ckpt_mode_name(c), optimizer_name(c->optimizer));
 }
 
 /* --- head -------------------------------------------------------------------------- */

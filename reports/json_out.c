@@ -33,7 +33,7 @@ static json_t *row_json(const struct report_row *r)
     json_object_set_new(o, "lora_r", json_integer(c->lora_r));
     json_object_set_new(o, "lora_targets", json_string(targets));
     json_object_set_new(o, "quant", json_string(quant_name(c->quant)));
-    json_object_set_new(o, "grad_ckpt", json_string(c->grad_ckpt ? "on" : "off"));
+    json_object_set_new(o, "grad_ckpt", json_string(ckpt_mode_name(c)));
     json_object_set_new(o, "optimizer", json_string(optimizer_name(c->optimizer)));
     json_object_set_new(o, "peak_gib", rounded(r->peak_gib, 3));
     json_object_set_new(o, "budget_gib", rounded(r->budget_gib, 3));

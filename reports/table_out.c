@@ -66,7 +66,7 @@ int report_write_table(const struct report *r, FILE *f)
             snprintf(ft, sizeof ft, "%s r%d", finetune_name(c->finetune), c->lora_r);
         fprintf(f, "%4ld  %-36.36s %-6s %4d %3d %5d %5d %-9s %-12s %-4s %-9s %8.2f %-20.20s %11.0f%s\n",
                 w->rank, w->model, method_name(c->method), c->gpus, c->tp, c->micro_batch,
-                c->seq_len, precision_name(c->precision), ft, c->grad_ckpt ? "on" : "off",
+                c->seq_len, precision_name(c->precision), ft, ckpt_mode_name(c),
                 optimizer_name(c->optimizer), w->peak_gib, w->peak_phase, w->tokens_per_s,
                 w->fits ? "" : "  (does not fit)");
     }

@@ -35,15 +35,13 @@ const char *rules_metric_name(enum rules_metric m)
 
 /* --- the book ----------------------------------------------------------------------- */
 
-static int ckpt_parse(const char *s) { return !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -1; }
-
 static const struct {
     const char *key;
     int (*parse)(const char *);
 } enum_keys[K_COUNT] = {
     {"finetune", finetune_parse}, {"quant", quant_parse},         {"stack", stack_parse},
     {"precision", precision_parse}, {"method", method_parse},     {"optimizer", optimizer_parse},
-    {"grad_ckpt", ckpt_parse},
+    {"grad_ckpt", ckpt_mode_parse},
 };
 
 static const char *const range_names[R_COUNT] = {"micro_batch", "seq_len", "lora_r", "gpus"};

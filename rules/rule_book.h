@@ -21,7 +21,7 @@ static inline int rule_enum_value(enum enum_key k, const struct train_config *c)
     case K_PRECISION: return (int)c->precision;
     case K_METHOD: return (int)c->method;
     case K_OPTIMIZER: return (int)c->optimizer;
-    case K_CKPT: return c->grad_ckpt ? 1 : 0;
+    case K_CKPT: return (int)train_ckpt_mode(c); /* selective is neither on nor off */
     default: return -1;
     }
 }

@@ -109,6 +109,36 @@ static struct train_config qlora(int32_t b, int32_t s, int32_t r, uint32_t targe
     return c;
 }
 
+/* grad_ckpt takes the command line's values through the one parser (ckpt_mode_parse), and
+ * a selective-checkpointing configuration is neither an "on" nor an "off" one. */
+static void test_ckpt_key(void **state)
+{
+    (void)state;
+    static const char text[] = "set,candidate,key,value,note\n"
+                               "off,,metric,reserved,\n"
+                               "off,,with_model,no,\n"
+                               "off,,grad_ckpt,off,\n"
+                               "off,X,1,1000,\n"
+                               "sel,,metric,reserved,\n"
+                               "sel,,with_model,no,\n"
+                               "sel,,grad_ckpt,selective,\n"
+                               "sel,X,1,2000,\n";
+    struct rule_book *rb = parse_ok(text);
+    struct model_plan p;
+    plan_of("google/gemma-2b", &p);
+    struct train_config c = qlora(8, 512, 2, TARGETS_MLP);
+    train_set_ckpt(&c, CKPT_OFF);
+    assert_int_equal(rules_select(rb, &p, &c), rules_find_set(rb, "off"));
+    train_set_ckpt(&c, CKPT_SELECTIVE);
+    assert_int_equal(rules_select(rb, &p, &c), rules_find_set(rb, "sel"));
+    train_set_ckpt(&c, CKPT_ON);
+    assert_int_equal(rules_select(rb, &p, &c), -1);
+    plan_free(&p);
+    rules_free(rb);
+    parse_fails("set,candidate,key,value,note\ns,,metric,reserved,\ns,,with_model,no,\n"
+                "s,,grad_ckpt,sometimes,\ns,X,1,1,\n", 4, "value", "sometimes");
+}
+
 /* ---- format: good files ------------------------------------------------------------- */
 
 static const char tiny[] =
@@ -819,6 +849,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_good),
+        cmocka_unit_test(test_ckpt_key),
         cmocka_unit_test(test_features_named),
         cmocka_unit_test(test_parse_malformed),
         cmocka_unit_test(test_parse_limits),

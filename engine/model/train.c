@@ -255,15 +255,29 @@ const char *train_config_check(const struct train_config *c, const struct model_
     return NULL;
 }
 
+static const char *const ckpt_names[CKPT_COUNT] = {"off", "on", "selective"};
+
+enum ckpt_mode train_ckpt_mode(const struct train_config *c)
+{
+    return c->grad_ckpt ? CKPT_ON : c->ckpt_selective ? CKPT_SELECTIVE : CKPT_OFF;
+}
+
+const char *ckpt_name(enum ckpt_mode m)
+{
+    return (int)m >= 0 && m < CKPT_COUNT ? ckpt_names[m] : "?";
+}
+
 const char *ckpt_mode_name(const struct train_config *c)
 {
-    return c->grad_ckpt ? "on" : c->ckpt_selective ? "selective" : "off";
+    return ckpt_name(train_ckpt_mode(c));
 }
 
 int ckpt_mode_parse(const char *s)
 {
-    return !strcmp(s, "on") ? CKPT_ON : !strcmp(s, "off") ? CKPT_OFF
-         : !strcmp(s, "selective") ? CKPT_SELECTIVE : -1;
+    for (int m = 0; m < CKPT_COUNT; m++)
+        if (!strcmp(s, ckpt_names[m]))
+            return m;
+    return -1;
 }
 
 void train_set_ckpt(struct train_config *c, int mode)

@@ -114,7 +114,11 @@ static inline bool train_master_in_optimizer(const struct train_config *c)
  * matmul outputs alternate saved/recomputed, attention outputs saved, pointwise ops
  * recomputed; speed.c and memmodel.c cite the policy). */
 enum ckpt_mode { CKPT_OFF, CKPT_ON, CKPT_SELECTIVE, CKPT_COUNT };
-const char *ckpt_mode_name(const struct train_config *c); /* "off", "on", "selective" */
+enum ckpt_mode train_ckpt_mode(const struct train_config *c);
+const char *ckpt_name(enum ckpt_mode m);                  /* "off", "on", "selective" */
+const char *ckpt_mode_name(const struct train_config *c); /* ckpt_name(train_ckpt_mode(c)) */
+/* The one parser of a checkpointing value: the command line, the measured CSV's and the
+ * ranked CSV's grad_ckpt column, the rules' grad_ckpt key. -1 when unknown. */
 int ckpt_mode_parse(const char *s);
 void train_set_ckpt(struct train_config *c, int mode);
 
