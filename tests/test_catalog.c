@@ -13,6 +13,7 @@
 
 #include "catalog.h"
 #include "error.h"
+#include "fixtures.h"
 #include "model.h"
 
 #define CAT_DIR TEST_DATA_DIR "/catalog/"
@@ -180,12 +181,8 @@ static void test_find_model_fixture(void **state)
 static void test_find_model_shipped(void **state)
 {
     (void)state;
-    const char *dir = getenv("LLMEM_DATA");
-    assert_non_null(dir);
     struct catalog c;
-    struct input_error e;
-    if (catalog_load(dir, &c, &e) != 0)
-        fail_msg("%s:%ld: %s: %s", e.file, e.line, e.field, e.msg);
+    fixture_shipped_catalog(&c);
     const struct model_spec *m = catalog_find_model(&c, "meta-llama/Llama-3.1-8B");
     assert_non_null(m);
     assert_string_equal(m->name, "meta-llama/Llama-3.1-8B");
@@ -210,10 +207,8 @@ static void test_find_model_shipped(void **state)
 static void test_find_gpu_and_match_device(void **state)
 {
     (void)state;
-    const char *dir = getenv("LLMEM_DATA");
     struct catalog c;
-    struct input_error e;
-    assert_int_equal(catalog_load(dir, &c, &e), 0);
+    fixture_shipped_catalog(&c);
     const struct gpu_spec *g = catalog_find_gpu(&c, "h100-sxm-80gb");
     assert_non_null(g);
     assert_string_equal(g->name, "H100-SXM-80GB");

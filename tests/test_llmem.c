@@ -34,6 +34,7 @@
 #include <cmocka.h>
 
 #include "chunk.h"
+#include "fixtures.h"
 #include "llmem.h"
 #include "plan.h"
 #include "tensors.h"
@@ -45,26 +46,7 @@
 
 static struct model_spec tiny_spec(void)
 {
-    struct model_spec m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.name, sizeof m.name, "test/tiny-llmem");
-    snprintf(m.model_type, sizeof m.model_type, "opt");
-    m.layers = 2;
-    m.hidden = 1024;
-    m.heads = 16;
-    m.kv_heads = 16;
-    m.head_dim = 64;
-    m.intermediate = 4096;
-    m.vocab = 50000;
-    m.max_pos = 2048;
-    m.pos_offset = 2;
-    m.norms_per_layer = 2;
-    m.norm = NORM_LAYERNORM;
-    m.mlp = MLP_PLAIN;
-    m.pos = POS_LEARNED;
-    m.tied = true;
-    m.qkv_bias = m.o_bias = m.mlp_bias = true;
-    return m;
+    return fixture_opt_spec("test/tiny-llmem", 2, 1024, 16, 4096, 50000, 2048);
 }
 
 /* Group fixture: the plan of the tiny model with the chunk size fixed by hand. */

@@ -18,7 +18,6 @@
 #include "train.h"
 #include "units.h"
 
-#define ARGS_MAX 32
 
 /* Parses the space-separated words of line (after a program name) in sweep mode. The
  * words are copied into buf, which must outlive o (options keep pointers into argv). */
@@ -26,20 +25,8 @@ static int parse_line(const char *line, enum options_mode mode, struct options *
                       size_t len)
 {
     static char prog[] = "llmem-sweep";
-    char *argv[ARGS_MAX + 1];
-    int argc = 0;
-    size_t n = strlen(line);
-    assert_true(n < len);
-    memcpy(buf, line, n + 1);
-    argv[argc++] = prog;
-    for (char *p = buf; *p && argc < ARGS_MAX;) {
-        argv[argc++] = p;
-        while (*p && *p != ' ')
-            p++;
-        if (*p == ' ')
-            *p++ = '\0';
-    }
-    argv[argc] = NULL;
+    char *argv[FIXTURE_ARGS_MAX + 2] = {prog};
+    int argc = 1 + fixture_words(line, buf, len, argv + 1);
     return options_parse(argc, argv, 1, mode, o);
 }
 

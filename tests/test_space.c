@@ -11,12 +11,12 @@
 #include <cmocka.h>
 
 #include "catalog.h"
+#include "fixtures.h"
 #include "options.h"
 #include "plan.h"
 #include "space.h"
 #include "train.h"
 
-#define ARGS_MAX 48
 
 struct fixture {
     struct catalog cat;
@@ -27,10 +27,9 @@ struct fixture {
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
-    struct input_error e;
-    const char *dir = getenv("LLMEM_DATA");
-    if (!f || !dir || catalog_load(dir, &f->cat, &e) != 0)
+    if (!f)
         return -1;
+    fixture_shipped_catalog(&f->cat);
     const struct model_spec *a = catalog_find_model(&f->cat, "facebook/opt-125m");
     const struct model_spec *b = catalog_find_model(&f->cat, "Qwen/Qwen2.5-0.5B");
     if (!a || !b || plan_init(&f->opt125m, a) != 0 || plan_init(&f->qwen, b) != 0)
@@ -54,20 +53,8 @@ static int teardown(void **state)
 static void options_from(const char *line, struct options *o, char *buf, size_t len)
 {
     static char prog[] = "llmem-sweep";
-    char *argv[ARGS_MAX + 1];
-    int argc = 0;
-    size_t n = strlen(line);
-    assert_true(n < len);
-    memcpy(buf, line, n + 1);
-    argv[argc++] = prog;
-    for (char *p = buf; *p && argc < ARGS_MAX;) {
-        argv[argc++] = p;
-        while (*p && *p != ' ')
-            p++;
-        if (*p == ' ')
-            *p++ = '\0';
-    }
-    argv[argc] = NULL;
+    char *argv[FIXTURE_ARGS_MAX + 2] = {prog};
+    int argc = 1 + fixture_words(line, buf, len, argv + 1);
     assert_int_equal(options_parse(argc, argv, 1, OPTIONS_SWEEP, o), 0);
     options_default_axes(o);
 }

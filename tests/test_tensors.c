@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "catalog.h"
+#include "fixtures.h"
 #include "model.h"
 #include "tensors.h"
 
@@ -44,26 +45,7 @@ static struct model_spec llama_spec(void)
  * intermediate 256, vocab 1000, max_pos 128. */
 static struct model_spec opt_spec(void)
 {
-    struct model_spec m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.name, sizeof m.name, "test/tiny-opt");
-    snprintf(m.model_type, sizeof m.model_type, "opt");
-    m.layers = 2;
-    m.hidden = 64;
-    m.heads = 4;
-    m.kv_heads = 4;
-    m.head_dim = 16;
-    m.intermediate = 256;
-    m.vocab = 1000;
-    m.max_pos = 128;
-    m.pos_offset = 2;
-    m.norms_per_layer = 2;
-    m.norm = NORM_LAYERNORM;
-    m.mlp = MLP_PLAIN;
-    m.pos = POS_LEARNED;
-    m.tied = true;
-    m.qkv_bias = m.o_bias = m.mlp_bias = true;
-    return m;
+    return fixture_opt_spec("test/tiny-opt", 2, 64, 4, 256, 1000, 128);
 }
 
 struct role_sums {
@@ -489,12 +471,8 @@ static void test_model_check(void **state)
 static void test_catalog_param_counts(void **state)
 {
     (void)state;
-    const char *dir = getenv("LLMEM_DATA");
-    assert_non_null(dir);
     struct catalog c;
-    struct input_error e;
-    if (catalog_load(dir, &c, &e) != 0)
-        fail_msg("%s:%ld: %s: %s", e.file, e.line, e.field, e.msg);
+    fixture_shipped_catalog(&c);
     assert_true(c.nmodels > 0);
     double worst = 0;
     const char *worst_name = "";
