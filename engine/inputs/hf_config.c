@@ -60,16 +60,6 @@ static void set_err(struct input_error *err, const char *key, const char *fmt, .
     va_end(ap);
 }
 
-/* A file value quoted in a message: printable ASCII only, so a hostile file cannot send
- * terminal escapes to stderr through us. */
-static void printable(char *dst, size_t n, const char *src)
-{
-    size_t i = 0;
-    for (; src[i] && i + 1 < n; i++)
-        dst[i] = isprint((unsigned char)src[i]) ? src[i] : '?';
-    dst[i] = '\0';
-}
-
 /* What a bad value is, for "must be ..., not <what>". */
 static void describe(const json_t *v, char *buf, size_t n)
 {
@@ -765,7 +755,7 @@ static void unsupported_type(struct input_error *err, const char *type)
             break;
         used += (size_t)n;
     }
-    printable(shown, sizeof shown, type);
+    text_printable(type, shown, sizeof shown); /* a hostile file sends no terminal escapes */
     set_err(err, "model_type", "unsupported model_type \"%s\" (supported: %s)", shown, list);
 }
 

@@ -134,30 +134,34 @@ void answer_miss_from_point(struct answer_miss *m, const struct sweep *s,
         snprintf(m->rule, sizeof m->rule, "%s", rules_label(s->rules, pt->rule));
 }
 
+/* A layout from its configuration, peak and speed; the hours and GPU-hours that tokens take
+ * at that speed (0 when it has none). */
+static void layout_set(struct answer_layout *l, const struct train_config *cfg, double peak_gib,
+                       double tokens_per_s, double tokens_per_s_gpu, double step_time_s,
+                       double tokens)
+{
+    memset(l, 0, sizeof *l);
+    l->cfg = *cfg;
+    l->peak_gib = peak_gib;
+    l->tokens_per_s = tokens_per_s;
+    l->tokens_per_s_gpu = tokens_per_s_gpu;
+    l->step_time_s = step_time_s;
+    l->hours = tokens_per_s > 0 ? tokens / tokens_per_s / 3600.0 : 0;
+    l->gpu_hours = l->hours * cfg->gpus;
+}
+
 static void layout_from_point(struct answer_layout *l, const struct sweep *s,
                               const struct sweep_point *pt, double tokens)
 {
-    memset(l, 0, sizeof *l);
-    l->cfg = pt->cfg;
-    l->peak_gib = units_gib(pt->peak);
-    l->tokens_per_s = pt->speed.tokens_per_s;
-    l->tokens_per_s_gpu = pt->speed.tokens_per_s / pt->cfg.gpus;
-    l->step_time_s = pt->speed.step_time_s;
-    l->hours = l->tokens_per_s > 0 ? tokens / l->tokens_per_s / 3600.0 : 0;
-    l->gpu_hours = l->hours * pt->cfg.gpus;
+    layout_set(l, &pt->cfg, units_gib(pt->peak), pt->speed.tokens_per_s,
+               pt->speed.tokens_per_s / pt->cfg.gpus, pt->speed.step_time_s, tokens);
     answer_config_id(s->models[pt->model].spec.name, &pt->cfg, l->config_id);
 }
 
 static void layout_from_row(struct answer_layout *l, const struct report_row *w, double tokens)
 {
-    memset(l, 0, sizeof *l);
-    l->cfg = w->cfg;
-    l->peak_gib = w->peak_gib;
-    l->tokens_per_s = w->tokens_per_s;
-    l->tokens_per_s_gpu = w->tokens_per_s_gpu;
-    l->step_time_s = w->step_time_s;
-    l->hours = w->tokens_per_s > 0 ? tokens / w->tokens_per_s / 3600.0 : 0;
-    l->gpu_hours = l->hours * w->cfg.gpus;
+    layout_set(l, &w->cfg, w->peak_gib, w->tokens_per_s, w->tokens_per_s_gpu, w->step_time_s,
+               tokens);
     snprintf(l->config_id, sizeof l->config_id, "%s", w->config_id);
 }
 
