@@ -1,6 +1,6 @@
 /* csv_out.c: the ranked CSV (DESIGN.md section 5), written with libcsv, and read back for
  * `merge`. Numbers are printed in the C locale with fixed precision; strings go through
- * csv_fwrite, which quotes them. */
+ * csv_table_put (csv_table.h), quoted. */
 #include "report.h"
 
 #include <csv.h>
@@ -38,7 +38,7 @@ const char *const report_csv_columns[] = {
 
 static int field(FILE *f, const char *s, bool last)
 {
-    if (csv_fwrite(f, s, strlen(s)) != 0)
+    if (csv_table_put(f, s, true) != 0)
         return -1;
     return fputc(last ? '\n' : ',', f) == EOF ? -1 : 0;
 }

@@ -2,11 +2,11 @@
  * validate_out.h). */
 #include "validate_out.h"
 
-#include <csv.h>
 #include <math.h>
 #include <string.h>
 
 #include "band.h"
+#include "csv_table.h"
 #include "outfile.h"
 #include "validate_band.h"
 #include "validate_stats.h"
@@ -173,17 +173,17 @@ int validate_out_text(FILE *f, const struct validate_row *rows, size_t n, bool s
 static void csv_row(FILE *f, const struct validate_row *r)
 {
     bool ok = !strcmp(r->status, "ok") || validate_row_inconsistent(r);
-    csv_fwrite(f, r->file, strlen(r->file));
+    csv_table_put(f, r->file, true);
     fprintf(f, ",%ld,", r->line);
-    csv_fwrite(f, r->source, strlen(r->source));
+    csv_table_put(f, r->source, true);
     fputc(',', f);
-    csv_fwrite(f, r->model, strlen(r->model));
+    csv_table_put(f, r->model, true);
     fprintf(f, ",%s,%.3f,", r->metric, r->measured_gib);
     if (ok)
         fprintf(f, "%.3f,%.2f,", r->predicted_gib, r->error_pct);
     else
         fputs(",,", f);
-    csv_fwrite(f, r->status, strlen(r->status));
+    csv_table_put(f, r->status, true);
     if (r->predicted_tps > 0)
         fprintf(f, ",%.0f,%.0f", r->measured_tps, r->predicted_tps);
     else

@@ -262,30 +262,18 @@ static int fit_all(const struct fit_args *a, const struct fit_data *d, struct ca
 
 /* --- writing ------------------------------------------------------------------------- */
 
-/* Plain when safe, quoted (libcsv) when the text has separators, quotes, line ends or
- * edge blanks (which strict reading would trim). */
-static void put_field(FILE *f, const char *s)
-{
-    size_t n = strlen(s);
-    if (strpbrk(s, ",\"\r\n") || (n && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' ||
-                                        s[n - 1] == '\t')))
-        csv_fwrite(f, s, n);
-    else
-        fputs(s, f);
-}
-
 static void put_row(FILE *f, const char *set, const char *cand, const char *key,
                     const char *value, const char *note)
 {
-    put_field(f, set);
+    csv_table_put(f, set, false);
     fputc(',', f);
-    put_field(f, cand);
+    csv_table_put(f, cand, false);
     fputc(',', f);
-    put_field(f, key);
+    csv_table_put(f, key, false);
     fputc(',', f);
-    put_field(f, value);
+    csv_table_put(f, value, false);
     fputc(',', f);
-    put_field(f, note);
+    csv_table_put(f, note, false);
     fputc('\n', f);
 }
 

@@ -268,3 +268,11 @@ int csv_get_bool(const struct csv_table *t, size_t row, int col, int *out, struc
     }
     return csv_cell_error(t, row, col, e, "'%s' is not 0/1", s);
 }
+
+int csv_table_put(FILE *f, const char *s, bool quote)
+{
+    size_t n = strlen(s);
+    quote |= strpbrk(s, ",\"\r\n") != NULL ||
+             (n && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' || s[n - 1] == '\t'));
+    return (quote ? csv_fwrite(f, s, n) : fputs(s, f)) < 0 ? -1 : 0;
+}

@@ -6,8 +6,10 @@
 #ifndef LLMEM_CSV_TABLE_H
 #define LLMEM_CSV_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "error.h"
 
@@ -46,5 +48,11 @@ int csv_get_bool(const struct csv_table *t, size_t row, int col, int *out, struc
 /* Errors about a cell, formatted like the others. */
 int csv_cell_error(const struct csv_table *t, size_t row, int col, struct input_error *e,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* The one CSV text-field writer (every CSV the tool writes): quoted by libcsv's csv_fwrite
+ * when quote is set or the text needs it (separators, quotes, line ends, or edge blanks
+ * that strict reading would trim), else written as it is. Returns 0, or -1 on a write
+ * error. */
+int csv_table_put(FILE *f, const char *s, bool quote);
 
 #endif
