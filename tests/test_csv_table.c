@@ -295,9 +295,36 @@ static void test_cell_error_format(void **state)
     csv_table_free(&t);
 }
 
+/* csv_table_put: plain when safe, quoted when asked or when strict reading needs it. */
+static void test_put(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        bool quote;
+        const char *want;
+    } cases[] = {
+        {"plain", false, "plain"},      {"plain", true, "\"plain\""}, {"a,b", false, "\"a,b\""},
+        {"say \"hi\"", false, "\"say \"\"hi\"\"\""}, {" edge", false, "\" edge\""},
+        {"two\nlines", false, "\"two\nlines\""}, {"", false, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[64] = "";
+        FILE *f = tmpfile();
+        assert_non_null(f);
+        assert_int_equal(csv_table_put(f, cases[i].in, cases[i].quote), 0);
+        rewind(f);
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+        assert_string_equal(buf, cases[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_put),
         cmocka_unit_test(test_good_file),
         cmocka_unit_test(test_quoted_fields),
         cmocka_unit_test(test_quoted_first_field_line),
