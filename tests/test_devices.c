@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "commands.h"
 #include "devices.h"
 #include "fixtures.h"
 

@@ -1,5 +1,6 @@
 /* cmd_devices.c: the `devices` and `probe` subcommands (DESIGN.md section 4). They only format
  * what devices.c reports; all CUDA knowledge stays there. */
+#include "commands.h"
 #include "devices.h"
 #include "error.h"
 #include "options.h"

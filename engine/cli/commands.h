@@ -11,5 +11,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_diff(int argc, char **argv);      /* two ranked CSVs: what changed */
 int cmd_validate(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
+int cmd_devices(int argc, char **argv);  /* GPUs seen through the CUDA runtime (devices.h) */
+int cmd_probe(int argc, char **argv);    /* one GPU's CUDA context size, as --base */
 
 #endif

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "commands.h"
-#include "devices.h"
 #include "outfile.h"
 
 static const struct {

@@ -36,9 +36,4 @@ int devices_list(struct device_info *out, int max, char *note, size_t note_len);
  * with note (no GPU, index out of range, CUDA error). */
 int devices_probe_context(int index, uint64_t *bytes, char *note, size_t note_len);
 
-/* Subcommands `llmem-sweep devices ...` and `llmem-sweep probe ...`; argv[0] is the subcommand
- * name. They return the process exit code (DESIGN.md section 4). */
-int cmd_devices(int argc, char **argv);
-int cmd_probe(int argc, char **argv);
-
 #endif
