@@ -440,6 +440,64 @@ static void test_pipeline(void **state)
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], t * one.layer_tok);
 }
 
+/* Sequence parallelism (torchtitan's TP plan) on 2 TP ranks, bf16-pure, full, checkpointed,
+ * b = 2, s = 8 (t = 16). Without it every rank keeps the whole block boundaries (2 x 64 =
+ * 128 bytes per block and token: 2 x 128 x 16 = 4096) and the tail (final norm 4h + 2h =
+ * 384, lm_head input 128: 512 x 16 = 8192): 12288, and 12 x 16 x 1000 = 192000 bytes of
+ * logits. With it the boundaries are sharded over the sequence (64: 2048), so is the
+ * final norm (192), the lm_head input is gathered (128): 320 x 16 = 5120, 7168 in all;
+ * the loss is vocab-parallel: 12 x 16 x 500 = 96000. The floor's block inputs halve: at
+ * 8192 tokens (where the end of forward binds) 8192 x (128 - 64) x 2 blocks = 1048576 less. */
+static void test_sequence_parallel(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.method = METHOD_TP, c.gpus = c.tp = 2, c.grad_ckpt = true;
+    struct mem_estimate e;
+    enum mem_phase at;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 12288);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 192000);
+    struct train_config big = c;
+    big.micro_batch = 64, big.seq_len = 128;
+    const uint64_t floor_tp = memmodel_floor(&plan, &big, true, &at);
+    c.features |= FEAT_SEQ_PARALLEL, big.features |= FEAT_SEQ_PARALLEL;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 7168);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 96000);
+    assert_int_equal(floor_tp - memmodel_floor(&plan, &big, true, &at), 1048576);
+    assert_int_equal(at, PHASE_FORWARD);
+    assert_true(stack_features(STACK_TORCHTITAN) & FEAT_SEQ_PARALLEL);
+    /* one TP rank: nothing to shard */
+    c.method = METHOD_SINGLE, c.gpus = c.tp = 1;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 12288);
+}
+
+/* torchtitan's FSDP2 pipeline stages (2 stages of the tiny model, bf16 mixed, full, 8
+ * micro-batches, dp 1): each stage keeps its parameters gathered in bf16 through the step
+ * (the first stage: one block and the embedding, 100992 parameters: 2 x 100992) beside
+ * the p2p buffers (2 x 2h x 16 = 4096), and its gradients accumulate unsharded in fp32
+ * (4 x 100992) in every phase but the step. Megatron's stages (stack hf) keep none of
+ * these gathered units. */
+static void test_pipeline_fsdp_stages(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.method = METHOD_PP, c.gpus = c.pp = 2, c.microbatches = 8, c.precision = PREC_BF16;
+    c.stack = STACK_TORCHTITAN, c.features = stack_features(STACK_TORCHTITAN);
+    struct mem_estimate e;
+    predict(&c, &e);
+    const uint64_t *fwd = e.phase[PHASE_FORWARD], *bwd = e.phase[PHASE_BWD_FIRST];
+    assert_in_range(fwd[TERM_COMM], 2 * 100992 + 4096 - 1, 2 * 100992 + 4096);
+    assert_in_range(bwd[TERM_COMM], 2 * 100992 + 4096 - 1, 2 * 100992 + 4096);
+    assert_in_range(fwd[TERM_GRADS], 4 * 100992 - 4, 4 * 100992);
+    assert_in_range(bwd[TERM_GRADS], 4 * 100992 - 4, 4 * 100992);
+    c.stack = STACK_HF, c.features = stack_features(STACK_HF);
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_COMM], 4096);
+}
+
 /* The peak is the maximum over phases, and device = reserved + base (+ NCCL on 2+ GPUs). */
 static void test_peak_is_max_phase(void **state)
 {
@@ -489,6 +547,8 @@ int main(void)
         cmocka_unit_test(test_zero12),
         cmocka_unit_test(test_offload),
         cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_sequence_parallel),
+        cmocka_unit_test(test_pipeline_fsdp_stages),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -47,6 +47,7 @@ struct resident {
     uint64_t dequant_head;    /* the dequantized lm_head, when the stack quantizes it */
     uint64_t gather_fwd, gather_bwd, bucket;
     uint64_t paged;           /* optimizer states bitsandbytes keeps in managed memory */
+    uint64_t acc;             /* gradients accumulated unsharded over a pipelined step */
     uint64_t host;            /* bytes of this GPU's share kept in host memory (offload) */
 };
 
@@ -317,6 +318,27 @@ static int32_t pp_stage_layers(const struct model_plan *p, const struct train_co
     return (L + pp - 1) / pp;
 }
 
+/* What an FSDP2-sharded pipeline stage (torchtitan) keeps unsharded through the step.
+ * torchtitan's apply_fsdp (parallelisms/parallelize_llama.py at 9dec370) passes
+ * reshard_after_forward=False to every block and to the root when pp is on ("to avoid
+ * per-microbatch all-gathers"), and torch's PipelineStage runs each micro-batch's
+ * backward with set_reshard_after_backward(False) and set_requires_gradient_sync(False)
+ * until the last one (torch/distributed/pipelining/stage.py backward_maybe_with_nosync,
+ * torch 2.5 and later): the stage's parameters stay gathered in param_dtype from the first
+ * forward to the end of the last backward, and its gradients accumulate unsharded,
+ * upcast to reduce_dtype (FSDPParam.to_accumulated_grad_if_needed: unsharded_grad.to(
+ * reduce_dtype); torchtitan's mixed_precision_reduce defaults to float32). stage_p is the
+ * stage's parameters over all TP ranks, trained its trained parameters on this rank. */
+static void fsdp_stage_held(const struct model_plan *p, const struct train_config *c,
+                            double stage_p, double trained, struct resident *r)
+{
+    (void)p;
+    const double gb = c->precision == PREC_FP32 ? 4.0 : 2.0;
+    const double acc = mixed(c) || c->precision == PREC_FP32 ? 4.0 : 2.0;
+    r->gather_fwd = r->gather_bwd = (uint64_t)(stage_p / (double)c->tp * gb);
+    r->acc = (uint64_t)(trained * acc);
+}
+
 /* One pipeline stage's share of the whole model's resident terms (per TP rank). The
  * blocks split evenly (Megatron's uniform split; torchtitan's pipeline_module_split the
  * same); the embedding sits on the first stage, the final norm and lm_head on the last,
@@ -338,6 +360,8 @@ static void pp_stage(const struct model_plan *p, const struct train_config *c,
     r->tmp = (uint64_t)((double)all->tmp * tshare);
     r->amp_all = (uint64_t)((double)all->amp_all * share);
     r->dequant_head = last ? all->dequant_head : 0;
+    if (c->stack == STACK_TORCHTITAN)
+        fsdp_stage_held(p, c, per * (double)p->layer_p + ends, all->trained * tshare, r);
 }
 
 /* 1F1B (Megatron schedules.py forward_backward_pipelining_without_interleaving; torch
@@ -353,12 +377,13 @@ static void pp_phases(const struct model_plan *p, const struct train_config *c,
     pp_stage(p, c, all, false, &f);
     pp_stage(p, c, all, true, &l);
     /* Megatron's gradient buffer lives through every phase; FSDP stages (torchtitan) hold
-     * their gradient shards from backward to the step and the gathered units */
+     * the gathered stage and its unsharded accumulated gradients (fsdp_stage_held), which
+     * 1F1B's steady state interleaves with the forwards, and their shards at the step */
     const bool fsdp = c->stack == STACK_TORCHTITAN;
-    set_phase(mp, PHASE_FORWARD, f.w, fsdp ? 0 : f.g, f.o, f.amp_all + f.dequant, f.gather_fwd + f.bucket);
-    set_phase(mp, PHASE_BWD_FIRST, f.w, f.g, f.o, f.amp_one + f.dequant, f.gather_bwd + f.bucket);
-    set_phase(mp, PHASE_LOSS, l.w, fsdp ? 0 : l.g, l.o, l.amp_all + l.dequant_head, l.gather_fwd + l.bucket);
-    set_phase(mp, PHASE_BWD_LAST, l.w, l.g, l.o, l.amp_all + l.dequant, l.gather_bwd + l.bucket);
+    set_phase(mp, PHASE_FORWARD, f.w, fsdp ? f.acc : f.g, f.o, f.amp_all + f.dequant, f.gather_fwd + f.bucket);
+    set_phase(mp, PHASE_BWD_FIRST, f.w, fsdp ? f.acc : f.g, f.o, f.amp_one + f.dequant, f.gather_bwd + f.bucket);
+    set_phase(mp, PHASE_LOSS, l.w, fsdp ? l.acc : l.g, l.o, l.amp_all + l.dequant_head, l.gather_fwd + l.bucket);
+    set_phase(mp, PHASE_BWD_LAST, l.w, fsdp ? l.acc : l.g, l.o, l.amp_all + l.dequant, l.gather_bwd + l.bucket);
     const struct resident *big = f.w + f.g + f.o + f.tmp > l.w + l.g + l.o + l.tmp ? &f : &l;
     set_phase(mp, PHASE_OPTIMIZER, big->w, big->g, big->o + big->tmp, 0, big->bucket);
     const int32_t per = pp_stage_layers(p, c), m = train_microbatches(c);
@@ -460,6 +485,22 @@ static uint64_t lora_tok(const struct model_plan *p, const struct train_config *
     return bytes / (uint64_t)c->tp;
 }
 
+/* Sequence parallelism with TP (torchtitan 9dec370 parallelisms/parallelize_llama.py
+ * apply_tp; Korthikanti et al. 2022): the residual stream between the TP regions is
+ * sharded over the sequence (the embedding's RowwiseParallel(output_layouts=Shard(1)),
+ * each wo / w2 RowwiseParallel(output_layouts=Shard(1)), a reduce-scatter instead of an
+ * all-reduce), and the norms run as SequenceParallel on that shard. So a block's input,
+ * its checkpoint, the norms' saved tensors and the residual gradient are 1/tp per rank.
+ * The Linears' inputs are not: PrepareModuleInput(desired_input_layouts=Replicate())
+ * all-gathers the normed input as a differentiable DTensor redistribute, and the
+ * colwise wq/wk/wv (w1/w3) matmuls save that gathered tensor (Megatron's
+ * --sequence-parallel instead saves the shard and gathers again in backward). Returns
+ * the divisor: tp under the feature, else 1. */
+static uint64_t seq_parallel(const struct train_config *c)
+{
+    return (c->features & FEAT_SEQ_PARALLEL) && c->tp > 1 ? (uint64_t)c->tp : 1;
+}
+
 /* Saved activations of one block per token (bytes), without checkpointing. Each count is
  * a tensor autograd saves for backward in the HF modelling code:
  *  - RMSNorm saves its fp32 upcast input (4h); LayerNorm its input (e_r h); a trained norm
@@ -498,7 +539,7 @@ static uint64_t sac_tok(const struct model_plan *p, const struct train_config *c
     else
         out[n++] = m->mlp == MLP_GATED ? 2 * i : i;
     out[n++] = h;
-    uint64_t kept = er * h + ea * q + 4 * (uint64_t)m->heads / tp;
+    uint64_t kept = er * h / seq_parallel(c) + ea * q + 4 * (uint64_t)m->heads / tp;
     for (int k = 0; k < n; k += 2)
         kept += ea * out[k];
     return kept;
@@ -567,8 +608,9 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     /* torch.compile's min-cut partitioner recomputes pointwise ops in backward: a norm
      * then keeps only its input, a gated MLP only gate and up (not act(gate)) */
     const bool compiled = (c->features & FEAT_COMPILE) != 0;
-    const uint64_t norm = compiled ? er * h
-                                   : (m->norm == NORM_RMSNORM ? 4 : er) * h + (trained ? ea * h : 0);
+    const uint64_t sp = seq_parallel(c);
+    const uint64_t norm = (compiled ? er * h
+                                    : (m->norm == NORM_RMSNORM ? 4 : er) * h + (trained ? ea * h : 0)) / sp;
     /* q/k/v read one normalised input; the MLP another unless the block is parallel */
     const uint64_t lin_in = copies * ea * (h * (m->norms_per_layer == 1 ? 1 : 2) + ao / tp + i / tp);
     uint64_t attn, attn_s = 0;
@@ -585,9 +627,10 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
                      (uint64_t)(m->norms_per_layer > 2 ? m->norms_per_layer - 2 : 0) * 4 * h;
     mp->layer_tok = norms + lin_in + attn + mlp + lora;
     mp->layer_tok_s = attn_s;
-    mp->ckpt_tok = c->ckpt_selective ? sac_tok(p, c, ea, er) : er * h;
-    mp->tail_tok = norm + ea * h; /* final norm and the lm_head input */
-    mp->bwd_tok = er * h + 2 * ea * i / tp;
+    mp->ckpt_tok = c->ckpt_selective ? sac_tok(p, c, ea, er) : er * h / sp;
+    /* final norm and the lm_head input (gathered: ColwiseParallel(input_layouts=Shard(1))) */
+    mp->tail_tok = norm + ea * h;
+    mp->bwd_tok = er * h / sp + 2 * ea * i / tp;
     mp->comm_tok = c->tp > 1 ? ea * h : 0;
     /* pipeline stages receive the previous stage's output and send their own (forward),
      * and the same-sized gradients back (Megatron p2p_communication: recv_forward /
@@ -607,6 +650,10 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
     struct loss_cost cost;
     losspath_cost(losspath_select(c, p->spec.model_type), losspath_class(c->precision),
                   losspath_data_shape(c), c->alloc, &cost);
+    /* torchtitan's loss parallelism (the output ColwiseParallel(output_layouts=Shard(-1),
+     * use_local_output=False) and train.py's loss_parallel() context): each TP rank keeps
+     * and upcasts its vocab / tp columns of the logits */
+    mp->vocab = (p->spec.vocab + (int64_t)seq_parallel(c) - 1) / (int64_t)seq_parallel(c);
     mp->logits_tok = cost.allocated;
     memcpy(mp->logits_res_tok, cost.reserved, sizeof mp->logits_res_tok);
     memcpy(mp->logits_need_tok, cost.needed, sizeof mp->logits_need_tok);
@@ -654,7 +701,6 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
     memset(mp, 0, sizeof *mp);
     mp->layers = (int32_t)p->spec.layers;
     mp->tp = c->tp;
-    mp->vocab = p->spec.vocab;
     mp->heads = p->spec.heads;
     mp->ckpt = c->grad_ckpt || c->ckpt_selective;
     mp->nccl = c->gpus > 1 ? opt->nccl_bytes : 0;
@@ -782,7 +828,7 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
  * coexist. At the end of a forward over exact-length samples the weights and states (from
  * step 2 on) coexist with what backward cannot do without: each block's input (the
  * checkpoint, or the input its first norm saves), in the 16-bit compute dtype at least and
- * whole on every TP rank; without checkpointing also the MLP tensors the activation's
+ * whole on every TP rank (1/tp of it under sequence parallelism); without checkpointing also the MLP tensors the activation's
  * backward reads (gate and up of a gated MLP, as even a fused SwiGLU keeps, or fc1's
  * output). Stack-specific and inferred terms are left out on purpose. */
 uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c,
@@ -802,7 +848,7 @@ uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c
     if (exact_seq) {
         const uint64_t t = bytes_mul((uint64_t)c->micro_batch, (uint64_t)c->seq_len);
         const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
-        uint64_t tok = ea * (uint64_t)p->spec.hidden;
+        uint64_t tok = ea * (uint64_t)p->spec.hidden / seq_parallel(c);
         if (!c->grad_ckpt && !c->ckpt_selective)
             tok += (p->spec.mlp == MLP_GATED ? 2u : 1u) * ea * (uint64_t)p->inter_active /
                    (uint64_t)c->tp;

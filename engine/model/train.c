@@ -74,8 +74,11 @@ uint32_t stack_features(enum stack s)
                               Mixed precision is FSDP2's MixedPrecisionPolicy(param_dtype,
                               reduce_dtype) (parallelisms/parallelize_llama.py:320 at 9dec370),
                               not autocast: train.py's train_context (utils.py
-                              get_train_context :196) enters no torch.autocast */
-        return FEAT_FSDP | FEAT_FSDP_MP;
+                              get_train_context :196) enters no torch.autocast. Its TP plan
+                              always shards the sequence outside the TP regions and, by
+                              default, the loss over the vocabulary (apply_tp; parallel_dims.py
+                              loss_parallel_enabled = tp > 1 and not disable_loss_parallel) */
+        return FEAT_FSDP | FEAT_FSDP_MP | FEAT_SEQ_PARALLEL;
     case STACK_COLOSSAL:  /* LLMem's own stack: Gemini chunks, full gather under ADP */
     default:
         return 0;
