@@ -143,6 +143,20 @@ static void test_chunked(void **state)
     assert_true(cost(LOSS_KEPT, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 16.0);
 }
 
+/* A loop that keeps `outputs` (PEFT MetaMathQA), bf16, packed: the hf path with the 2-byte
+ * logits alive to the end: 2 + 4 + 4 at the loss, upcast freed, nll grad 4 (into the
+ * upcast's segment) and log_softmax grad 4 (a new segment) beside the logits and the saved
+ * output: 14 allocated, the peak. Segments 2 + 4 + 4 + 4 = 14, every one in use at the
+ * peak: 14 held. */
+static void test_outputs_kept(void **state)
+{
+    (void)state;
+    struct loss_cost c = cost(LOSS_OUTPUTS_KEPT, 2, DATA_PACKED, ALLOC_DEFAULT);
+    assert_true(c.allocated == 14.0);
+    assert_true(c.reserved[0] == 14.0);
+    assert_true(c.needed[0] == 14.0);
+}
+
 /* Which path a configuration runs. */
 static void test_select(void **state)
 {
@@ -151,6 +165,10 @@ static void test_select(void **state)
     assert_int_equal(losspath_select(&c, "llama"), LOSS_HF);
     c.features = FEAT_LOGITS_KEPT;
     assert_int_equal(losspath_select(&c, "llama"), LOSS_KEPT);
+    c.features = FEAT_OUTPUTS_KEPT;
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_OUTPUTS_KEPT);
+    c.stack = STACK_HF_431; /* older transformers: their own path */
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_HF_431);
     c.stack = STACK_LITGPT;
     c.features = FEAT_CHUNKED_CE;
     assert_int_equal(losspath_select(&c, "llama"), LOSS_LITGPT_LORA);
@@ -168,6 +186,7 @@ int main(void)
         cmocka_unit_test(test_hf_allocated),         cmocka_unit_test(test_hf_packed_reserved),
         cmocka_unit_test(test_replay_by_hand), cmocka_unit_test(test_variable_run), cmocka_unit_test(test_variable_table), cmocka_unit_test(test_hf_expandable),
         cmocka_unit_test(test_chunked),              cmocka_unit_test(test_select),
+        cmocka_unit_test(test_outputs_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

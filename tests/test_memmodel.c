@@ -498,6 +498,36 @@ static void test_pipeline_fsdp_stages(void **state)
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_COMM], 4096);
 }
 
+/* A loop that keeps `outputs` (feature outputs-kept), bf16-pure, full, b = 2, s = 8 (t = 16),
+ * no checkpointing: the KV cache of both blocks, 2 x (k 32 + v 32) x 2 bytes = 256 per
+ * token (4096), from the forward on, beside the previous step's during the forward
+ * (8192 more there, with its 2-byte logits 2 x 16 x 1000 = 32000); after the loss the
+ * logits stay (32000) through backward and the optimizer step; at the loss the path
+ * keeps them through backward: 14 x 16 x 1000 = 224000 instead of hf's 192000. With
+ * checkpointing transformers turns the cache off: only the logits stay. */
+static void test_outputs_kept(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate plain, kept;
+    predict(&c, &plain);
+    c.features |= FEAT_OUTPUTS_KEPT;
+    predict(&c, &kept);
+    assert_int_equal(kept.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
+                         plain.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 8192);
+    assert_int_equal(kept.phase[PHASE_FORWARD][TERM_LOGITS], 32000);
+    assert_int_equal(kept.phase[PHASE_LOSS][TERM_LOGITS], 224000);
+    assert_int_equal(kept.phase[PHASE_LOSS][TERM_ACTIVATIONS] -
+                         plain.phase[PHASE_LOSS][TERM_ACTIVATIONS], 4096);
+    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_ACTIVATIONS], 4096);
+    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_LOGITS], 32000);
+    assert_int_equal(kept.phase[PHASE_BWD_FIRST][TERM_LOGITS], 32000);
+    c.grad_ckpt = true;
+    predict(&c, &kept);
+    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_ACTIVATIONS], 0);
+    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_LOGITS], 32000);
+}
+
 /* The peak is the maximum over phases, and device = reserved + base (+ NCCL on 2+ GPUs). */
 static void test_peak_is_max_phase(void **state)
 {
@@ -549,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_sequence_parallel),
         cmocka_unit_test(test_pipeline_fsdp_stages),
+        cmocka_unit_test(test_outputs_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

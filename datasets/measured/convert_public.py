@@ -36,6 +36,7 @@ FEATURE_ORDER = [
     "chunked-ce", "untied-head", "opt-in-bwd", "act-offload", "cpu-offload", "compile",
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
     "fsdp", "deepspeed", "flash-attn", "full-init", "no-accum", "logits-kept", "empty-cache",
+    "outputs-kept",
 ]
 
 # Out of scope: not decoder-only causal LMs.
@@ -411,6 +412,10 @@ def source_features(letter, row, rid):
         # batch: no step finds segments cut by a shorter earlier one (the allocator replay
         # of one length, README "The loss path and the caching allocator").
         feats.append("empty-cache")
+        # the loop keeps `outputs = model(**batch, ...)` (16-bit logits and the KV cache of
+        # use_cache=True) until the next step's forward rebinds it (run.py L213-215
+        # @5fe7f8f8, the same in 8be1a16f and 51c2ff66)
+        feats.append("outputs-kept")
     if rid in NO_ACCUM:
         feats.append("no-accum")
     if letter == "B" and row["method"].startswith("FSDP"):

@@ -38,6 +38,7 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"no-accum", 0, FEAT_GRAD_ACCUM, NULL},    {"compile", FEAT_COMPILE, 0, NULL},
         {"logits-kept", FEAT_LOGITS_KEPT, 0, NULL},
         {"seq-parallel", FEAT_SEQ_PARALLEL, 0, NULL},
+        {"outputs-kept", FEAT_OUTPUTS_KEPT, 0, NULL},
         {"empty-cache", FEAT_EMPTY_CACHE, 0, NULL},
         {"lora-dropout", FEAT_LORA_DROPOUT, 0, NULL},
         /* PEFT 0.7 (update_layer: self.to(weight.device, dtype=weight.dtype)) keeps the

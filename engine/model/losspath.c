@@ -96,6 +96,16 @@ static const struct lp_event kept_path[] = {
     A(3, SZ_FP32), A(4, SZ_FP32), F(2), F(3), A(5, SZ_COMPUTE), F(4), F(5), F(1),
 };
 
+/* The hf path in a loop that keeps the model's `outputs` as a plain local
+ * (`outputs = model(**batch, ...); loss = outputs.loss; loss.backward()`, PEFT
+ * method_comparison/MetaMathQA/run.py L213-215 @5fe7f8f8, the same in 8be1a16f and
+ * 51c2ff66): the 16-bit logits H (0) outlive the loss's backward, the optimizer step and
+ * the next forward; the rest as hf: 14 at log_softmax's backward. */
+static const struct lp_event outputs_kept_path[] = {
+    A(0, SZ_COMPUTE), A(1, SZ_UPCAST), A(2, SZ_FP32), F(1), A(3, SZ_AMP_FP32), F(3),
+    A(4, SZ_FP32), A(5, SZ_FP32), F(2), F(4), A(6, SZ_COMPUTE), F(5), F(6), F(0),
+};
+
 /* torchtune's CEWithChunkedOutputLoss (modules/loss/ce_chunked_output_loss.py): the model
  * returns 16-bit logits in chunks (0) and the loss upcasts each chunk (1); both stay for
  * backward. Under torch.compile the upcast is fused into the chunk's reduction: one fp32
@@ -133,6 +143,7 @@ static const struct {
     [LOSS_CHUNKED_COMPILED] = PATH("chunked-compiled", chunked_compiled_path),
     [LOSS_LITGPT_LORA] = PATH("litgpt-lora", litgpt_lora_path),
     [LOSS_LITGPT_FULL] = PATH("litgpt-full", litgpt_full_path),
+    [LOSS_OUTPUTS_KEPT] = PATH("outputs-kept", outputs_kept_path),
 };
 
 const char *loss_path_name(enum loss_path lp)
@@ -149,6 +160,8 @@ enum loss_path losspath_select(const struct train_config *c, const char *model_t
     }
     if (c->features & FEAT_LOGITS_KEPT)
         return LOSS_KEPT;
+    if ((c->features & FEAT_OUTPUTS_KEPT) && c->stack == STACK_HF)
+        return LOSS_OUTPUTS_KEPT;
     if (model_type && strcmp(model_type, "qwen") == 0) /* the model's own remote code */
         return LOSS_QWEN1;
     if (c->stack == STACK_HF_446)

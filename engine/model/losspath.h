@@ -34,6 +34,8 @@ enum loss_path {
     LOSS_CHUNKED_COMPILED,/* the same under torch.compile: one fp32 chunk of 8 at a time */
     LOSS_LITGPT_LORA, /* litgpt LoRA: chunked lm_head, 16-bit chunks and their log_softmax */
     LOSS_LITGPT_FULL, /* litgpt full: full 16-bit logits, chunk copies, 16-bit log_softmax */
+    LOSS_OUTPUTS_KEPT,/* the hf path in a loop that keeps `outputs` (its 16-bit logits) past
+                         the step (PEFT's MetaMathQA run.py) */
     LOSS_COUNT
 };
 

@@ -587,6 +587,28 @@ static uint64_t latent_tok(const struct model_spec *m, uint64_t ea, bool trained
     return (4 + (trained ? ea : 0) + ea) * (uint64_t)(m->kv_lora_rank + m->q_lora_rank);
 }
 
+/* A loop that keeps the model's `outputs` as a plain local (feature outputs-kept: PEFT's
+ * method_comparison/MetaMathQA/run.py L213-215 @5fe7f8f8, 8be1a16f, 51c2ff66:
+ * `outputs = model(**batch, ...)`, never deleted) holds them from its forward until the
+ * next step's forward returns and rebinds the name: the 16-bit logits (e_a per token and
+ * vocab entry; the loss path LOSS_OUTPUTS_KEPT keeps them through backward) and, since
+ * the loop passes no use_cache=False and config.json's use_cache is true, the DynamicCache
+ * transformers' LlamaModel.forward builds: every block's K (after RoPE) and V, kv_heads x
+ * head_dim each, not repeated for GQA. Under gradient checkpointing transformers turns
+ * use_cache off in training ("use_cache=True is incompatible with gradient checkpointing"),
+ * so then only the logits are kept. */
+static void kept_outputs(const struct model_plan *p, const struct train_config *c, uint64_t ea,
+                         struct mem_prepared *mp)
+{
+    const struct model_spec *m = &p->spec;
+    if (!(c->features & FEAT_OUTPUTS_KEPT))
+        return;
+    mp->kept_logits_tok = ea;
+    if (!c->grad_ckpt && !c->ckpt_selective)
+        mp->kept_tok = 2 * ea * (uint64_t)(m->kv_heads * m->head_dim) * (uint64_t)m->layers /
+                       (uint64_t)c->tp;
+}
+
 static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
                               struct mem_prepared *mp)
 {
@@ -637,6 +659,7 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
      * send_backward buffers of [s, b, h]) */
     if (c->method == METHOD_PP)
         mp->comm_tok += 2 * ea * h;
+    kept_outputs(p, c, ea, mp);
 }
 
 /* Logits and loss per token and vocab entry: the stack's loss path (losspath.h) gives the
@@ -773,6 +796,17 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     lg[PHASE_EVAL] = bytes_mul(entries, mp->eval_logits_tok);
     for (int ph = PHASE_FORWARD; ph <= PHASE_BWD_FIRST; ph++)
         cm[ph] = comm;
+    /* outputs a loop keeps (kept_outputs): this step's KV cache from its forward on, its
+     * logits after the loss (inside the loss path at the loss), and during the forward the
+     * previous step's (the same lengths) beside this one's cache */
+    const uint64_t kv = bytes_mul(t, mp->kept_tok), kept_lg = bytes_mul(entries, mp->kept_logits_tok);
+    act[PHASE_FORWARD] = bytes_add(act[PHASE_FORWARD], bytes_add(kv, kv));
+    lg[PHASE_FORWARD] = kept_lg;
+    act[PHASE_LOSS] = bytes_add(act[PHASE_LOSS], kv);
+    for (int ph = PHASE_BWD_LAST; ph <= PHASE_OPTIMIZER; ph++) {
+        act[ph] = bytes_add(act[ph], kv);
+        lg[ph] = bytes_add(lg[ph], kept_lg);
+    }
     /* the loss path's segments as the allocator replay found them; others rounded per term */
     uint64_t lg_res[PHASE_COUNT], lg_need[PHASE_COUNT];
     for (int ph = 0; ph < PHASE_COUNT; ph++)

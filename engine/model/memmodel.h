@@ -78,6 +78,8 @@ struct mem_prepared {
                                                  memory is short */
     uint64_t eval_logits_tok;/* per token and vocab entry in an evaluation pass */
     uint64_t comm_tok;       /* TP gather buffer per token */
+    uint64_t kept_tok;       /* the KV cache a loop keeps in `outputs`, per token (all blocks) */
+    uint64_t kept_logits_tok;/* the 16-bit logits it keeps past the step, per token and vocab entry */
     uint64_t nccl;           /* device-level NCCL buffers */
     uint64_t paged;          /* optimizer states in managed memory (outside the allocator) */
     int32_t layers, tp;      /* layers, TP degree that divides the inner activations */

@@ -63,6 +63,8 @@ enum feature {
     FEAT_TRITON_ATTN = 1u << 18, /* the Triton FlashAttention kernel (llm-foundry triton) */
     FEAT_EMPTY_CACHE = 1u << 19, /* the loop calls torch.cuda.empty_cache() after every step */
     FEAT_FSDP_MP = 1u << 20,     /* mixed precision by FSDP2's MixedPrecisionPolicy, no autocast */
+    FEAT_OUTPUTS_KEPT = 1u << 22,/* the loop keeps `outputs` (16-bit logits, KV cache) until
+                                    the next forward returns (PEFT MetaMathQA run.py) */
     FEAT_SEQ_PARALLEL = 1u << 21,/* TP with sequence parallelism and vocab-sharded loss
                                     (torchtitan's TP plan): see memmodel.c activation_coeffs */
 };
