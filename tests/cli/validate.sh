@@ -45,7 +45,7 @@ grep -q '"TT","meta-llama/Llama-3.1-8B",reserved,76.800,,,"skipped: float8 linea
 grep -q '^TT  *4  *14 ' "$TMP/report2.txt" || fail "the four bf16 torchtitan rows (selective AC) must be predicted"
 # issue 12 item 4, over every measured memory row in the repo: the median |error| (6.7 % on
 # 2026-11-24; the issue asks 5 %) and the grade A/B rows predicted more than 10 % below their
-# measurement (21; the issue asks none) may not grow. README "Validation" lists both.
+# measurement (20; the issue asks none) may not grow. README "Validation" lists both.
 ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-7}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
   --measured "$PROJECT/datasets/measured/salisbury-table1.csv" \
@@ -53,6 +53,6 @@ ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-7}
   > "$TMP/all.txt" || fail "median error over every measured row above $ALL_BOUND %"
 grep -Eq '^all +133 ' "$TMP/all.txt" || fail "133 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
 below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.txt")
-[ -n "$below" ] && [ "$below" -le 21 ] || fail "grade A/B rows more than 10 % below: $below (at most 21)"
+[ -n "$below" ] && [ "$below" -le 20 ] || fail "grade A/B rows more than 10 % below: $below (at most 20)"
 grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6 %: $(grep '^SWB ' "$TMP/all.txt")"
 finish
