@@ -157,6 +157,22 @@ static void test_outputs_kept(void **state)
     assert_true(c.needed[0] == 14.0);
 }
 
+/* torchtitan's compiled loss, bf16: the 16-bit logits the compiled graph saves and the
+ * 16-bit gradient its backward writes: 4, packed 2 + 2 segments, both in use at the peak. */
+static void test_compiled_ce(void **state)
+{
+    (void)state;
+    struct loss_cost c = cost(LOSS_COMPILED_CE, 2, DATA_PACKED, ALLOC_DEFAULT);
+    assert_true(c.allocated == 4.0);
+    assert_true(c.reserved[0] == 4.0);
+    assert_true(c.needed[0] == 4.0);
+    struct train_config tc = {.stack = STACK_TORCHTITAN, .finetune = FT_FULL,
+                              .features = FEAT_COMPILE | FEAT_COMPILED_LOSS};
+    assert_int_equal(losspath_select(&tc, "llama"), LOSS_COMPILED_CE);
+    tc.features = FEAT_COMPILE; /* torchtitan 9dec370: blocks compiled, the loss not */
+    assert_int_equal(losspath_select(&tc, "llama"), LOSS_HF);
+}
+
 /* Which path a configuration runs. */
 static void test_select(void **state)
 {
@@ -186,7 +202,7 @@ int main(void)
         cmocka_unit_test(test_hf_allocated),         cmocka_unit_test(test_hf_packed_reserved),
         cmocka_unit_test(test_replay_by_hand), cmocka_unit_test(test_variable_run), cmocka_unit_test(test_variable_table), cmocka_unit_test(test_hf_expandable),
         cmocka_unit_test(test_chunked),              cmocka_unit_test(test_select),
-        cmocka_unit_test(test_outputs_kept),
+        cmocka_unit_test(test_outputs_kept),         cmocka_unit_test(test_compiled_ce),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

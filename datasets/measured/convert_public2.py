@@ -42,7 +42,7 @@ OUT_HEADER = [
 
 # Canonical order of feature flags; the last four make a row unrepresentable.
 FEATURE_ORDER = [
-    "compile", "flash-attn", "adapter-bf16", "lora-dropout", "grad-accum", "fsdp",
+    "compile", "compiled-loss", "flash-attn", "adapter-bf16", "lora-dropout", "grad-accum", "fsdp",
     "selective-ac", "float8", "rocm", "context-parallel", "pipeline-parallel",
 ]
 
@@ -177,12 +177,29 @@ def swb_fields(row, notes):
     return attn[0], feats
 
 
+# torchtitan version -> whether --training.compile also compiles the loss function:
+# components/loss.py build_cross_entropy_loss (`loss_fn = torch.compile(loss_fn)`) arrived
+# with bbb1b616e (2025-04-02); at 9dec370 train.py has that line commented out. Checked
+# with `git merge-base --is-ancestor bbb1b616e <commit>` on pytorch/torchtitan. The PyPI
+# release 0.0.2 names no commit: taken as without (not known).
+TITAN_COMPILED_LOSS = {
+    "9dec370ad26b5f8e9a7333a0e36165018262644b": False,
+    "e7c0cae934df78d6e9c2835f42ff1f757dc3fddc": True,
+    "6fc499f6f5b32151a799188be2208cfb09faed30": True,
+    "2c8b5947991239913d67e2f7d22a255c3e2a9694": True,
+    "0.0.2": False,
+}
+
+
 def titan_framework(text, rid):
-    """torchtitan rows: the framework text is already short; torch.compile is a feature."""
+    """torchtitan rows: the framework text is already short; torch.compile is a feature,
+    and so is the compiled loss of the versions that have it."""
     if not text.startswith("torchtitan "):
         raise ValueError(rid + ": unexpected framework " + text)
     parts = [p.strip() for p in text.split(";")]
     feats = ["compile"] if "torch.compile" in parts else []
+    if feats and lookup(TITAN_COMPILED_LOSS, parts[0].split()[1], rid, "torchtitan version"):
+        feats.append("compiled-loss")
     return "; ".join(p for p in parts if p != "torch.compile"), feats
 
 

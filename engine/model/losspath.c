@@ -106,6 +106,17 @@ static const struct lp_event outputs_kept_path[] = {
     A(4, SZ_FP32), A(5, SZ_FP32), F(2), F(4), A(6, SZ_COMPUTE), F(5), F(6), F(0),
 };
 
+/* torchtitan's loss under --training.compile from bbb1b616e (2025-04-02; components/loss.py
+ * build_cross_entropy_loss: `loss_fn = torch.compile(loss_fn)` around
+ * cross_entropy(pred.flatten(0, 1).float(), labels); at 9dec370 train.py still has that
+ * line commented out). Inductor fuses the upcast into the log-softmax reductions, so no
+ * fp32 N x V tensor is written; AOT autograd's min-cut partitioner saves the cheapest set
+ * for backward, the 16-bit input H (0) rather than an fp32 log-softmax, and the fused
+ * backward writes the 16-bit gradient G (1) beside it: 2 e_a. */
+static const struct lp_event compiled_ce_path[] = {
+    A(0, SZ_COMPUTE), A(1, SZ_COMPUTE), F(0), F(1),
+};
+
 /* torchtune's CEWithChunkedOutputLoss (modules/loss/ce_chunked_output_loss.py): the model
  * returns 16-bit logits in chunks (0) and the loss upcasts each chunk (1); both stay for
  * backward. Under torch.compile the upcast is fused into the chunk's reduction: one fp32
@@ -144,6 +155,7 @@ static const struct {
     [LOSS_LITGPT_LORA] = PATH("litgpt-lora", litgpt_lora_path),
     [LOSS_LITGPT_FULL] = PATH("litgpt-full", litgpt_full_path),
     [LOSS_OUTPUTS_KEPT] = PATH("outputs-kept", outputs_kept_path),
+    [LOSS_COMPILED_CE] = PATH("compiled-ce", compiled_ce_path),
 };
 
 const char *loss_path_name(enum loss_path lp)
@@ -158,6 +170,8 @@ enum loss_path losspath_select(const struct train_config *c, const char *model_t
             return c->finetune == FT_FULL ? LOSS_LITGPT_FULL : LOSS_LITGPT_LORA;
         return (c->features & FEAT_COMPILE) ? LOSS_CHUNKED_COMPILED : LOSS_CHUNKED_UPCAST;
     }
+    if (c->features & FEAT_COMPILED_LOSS)
+        return LOSS_COMPILED_CE;
     if (c->features & FEAT_LOGITS_KEPT)
         return LOSS_KEPT;
     if ((c->features & FEAT_OUTPUTS_KEPT) && c->stack == STACK_HF)

@@ -36,6 +36,8 @@ enum loss_path {
     LOSS_LITGPT_FULL, /* litgpt full: full 16-bit logits, chunk copies, 16-bit log_softmax */
     LOSS_OUTPUTS_KEPT,/* the hf path in a loop that keeps `outputs` (its 16-bit logits) past
                          the step (PEFT's MetaMathQA run.py) */
+    LOSS_COMPILED_CE, /* cross_entropy(logits.float()) under torch.compile (torchtitan's
+                         compiled loss): no fp32 tensor of N x V */
     LOSS_COUNT
 };
 

@@ -65,6 +65,8 @@ enum feature {
     FEAT_FSDP_MP = 1u << 20,     /* mixed precision by FSDP2's MixedPrecisionPolicy, no autocast */
     FEAT_OUTPUTS_KEPT = 1u << 22,/* the loop keeps `outputs` (16-bit logits, KV cache) until
                                     the next forward returns (PEFT MetaMathQA run.py) */
+    FEAT_COMPILED_LOSS = 1u << 23,/* the loss function runs under torch.compile (torchtitan
+                                     >= bbb1b616e with --training.compile) */
     FEAT_SEQ_PARALLEL = 1u << 21,/* TP with sequence parallelism and vocab-sharded loss
                                     (torchtitan's TP plan): see memmodel.c activation_coeffs */
 };
