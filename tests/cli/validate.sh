@@ -43,10 +43,14 @@ grep -q '^SWB  *[0-9][0-9]*  *0 ' "$TMP/report2.txt" || fail "SWB rows skipped: 
 grep -q '"TT","meta-llama/Llama-3.1-8B",reserved,76.800,,,"skipped: float8 linears are not modelled' \
   "$TMP/v2.csv" || fail "TT-03 not skipped for float8 linears"
 grep -q '^TT  *4  *14 ' "$TMP/report2.txt" || fail "the four bf16 torchtitan rows (selective AC) must be predicted"
-# issue 12 item 4, over every measured memory row in the repo: the median |error| (6.7 % on
+# torchtitan >= bbb1b616e compiles its loss under --training.compile (feature compiled-loss):
+# AOF8-08 (B200, torchtitan 6fc499f, bf16) within 5 % (it was +27.6 % on the hf path)
+awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < -5 || $8 > 5) bad = 1 }
+  END { exit !(f && !bad) }' "$TMP/v2.csv" || fail "AOF8-08 not predicted within 5 %"
+# issue 12 item 4, over every measured memory row in the repo: the median |error| (6.4 % on
 # 2026-11-24; the issue asks 5 %) and the grade A/B rows predicted more than 10 % below their
 # measurement (20; the issue asks none) may not grow. README "Validation" lists both.
-ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-7}
+ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-6.5}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
   --measured "$PROJECT/datasets/measured/salisbury-table1.csv" \
   --measured "$PROJECT/datasets/measured/public-2.csv" --summary --fail-above "$ALL_BOUND" \
