@@ -799,13 +799,15 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     /* outputs a loop keeps (kept_outputs): this step's KV cache from its forward on, its
      * logits after the loss (inside the loss path at the loss), and during the forward the
      * previous step's (the same lengths) beside this one's cache */
-    const uint64_t kv = bytes_mul(t, mp->kept_tok), kept_lg = bytes_mul(entries, mp->kept_logits_tok);
-    act[PHASE_FORWARD] = bytes_add(act[PHASE_FORWARD], bytes_add(kv, kv));
-    lg[PHASE_FORWARD] = kept_lg;
-    act[PHASE_LOSS] = bytes_add(act[PHASE_LOSS], kv);
-    for (int ph = PHASE_BWD_LAST; ph <= PHASE_OPTIMIZER; ph++) {
-        act[ph] = bytes_add(act[ph], kv);
-        lg[ph] = bytes_add(lg[ph], kept_lg);
+    if (mp->kept_logits_tok) { /* only under the feature: the sweep's common case skips it */
+        const uint64_t kv = bytes_mul(t, mp->kept_tok), kept_lg = bytes_mul(entries, mp->kept_logits_tok);
+        act[PHASE_FORWARD] = bytes_add(act[PHASE_FORWARD], bytes_add(kv, kv));
+        lg[PHASE_FORWARD] = kept_lg;
+        act[PHASE_LOSS] = bytes_add(act[PHASE_LOSS], kv);
+        for (int ph = PHASE_BWD_LAST; ph <= PHASE_OPTIMIZER; ph++) {
+            act[ph] = bytes_add(act[ph], kv);
+            lg[ph] = bytes_add(lg[ph], kept_lg);
+        }
     }
     /* the loss path's segments as the allocator replay found them; others rounded per term */
     uint64_t lg_res[PHASE_COUNT], lg_need[PHASE_COUNT];
