@@ -291,6 +291,53 @@ static void test_gpu_efficiency(void **state)
     assert_true(e.matmul == 0.80 && e.attn == 0.50);
 }
 
+/* NCCL's channels: 32 KiB a channel (512 threads x 64 bytes, Simple protocol), at most the
+ * GPU's count. H100 SXM: 32 channels of 132 SMs for a 64 MiB gather; a 100 KiB one drops
+ * to floor(100 / 32) = 3 channels; below 32 KiB one. A GPU outside the table: 0. */
+static void test_nccl_sm_share(void **state)
+{
+    (void)state;
+    struct gpu_spec g = gpu;
+    struct speed_gpu_eff e;
+    snprintf(g.name, sizeof g.name, "H100-SXM-80GB");
+    speed_gpu_eff(&g, &e);
+    assert_int_equal(e.sms, 132);
+    assert_int_equal(e.nccl_channels, 32);
+    assert_float_equal(speed_nccl_sm_share(&e, 64.0 * 1048576), 32.0 / 132.0, 1e-15);
+    assert_float_equal(speed_nccl_sm_share(&e, 100.0 * 1024), 3.0 / 132.0, 1e-15);
+    assert_float_equal(speed_nccl_sm_share(&e, 1000.0), 1.0 / 132.0, 1e-15);
+    snprintf(g.name, sizeof g.name, "A100-SXM-40GB");
+    speed_gpu_eff(&g, &e);
+    assert_float_equal(speed_nccl_sm_share(&e, 64.0 * 1048576), 24.0 / 108.0, 1e-15);
+    speed_gpu_eff(&gpu, &e);
+    assert_true(speed_nccl_sm_share(&e, 64.0 * 1048576) == 0.0);
+}
+
+/* Overlapped collectives holding a quarter of the SMs: 0.4 s of them under 1 s of compute
+ * slow it by 0.25 x 0.4 = 0.1 s; 2 s of them under 1 s: the compute ends inside them
+ * (1 s at 0.75 needs 1.33 s), 1 s beyond the compute. In speed_eval: FSDP with 0.5 s of
+ * collectives under the 1 s of test_overlap and a share of 0.2: 0.1 s + the first gather. */
+static void test_overlap_sm_share(void **state)
+{
+    (void)state;
+    assert_float_equal(speed_overlap_cost(0.4, 1.0, 0.25), 0.1, 1e-15);
+    assert_float_equal(speed_overlap_cost(2.0, 1.0, 0.25), 1.0, 1e-15);
+    assert_true(speed_overlap_cost(0.0, 1.0, 0.25) == 0.0);
+    struct speed_prepared sp;
+    memset(&sp, 0, sizeof sp);
+    sp.ngemm = 1;
+    sp.gemm[0] = (struct speed_gemm){.flops_tok = 1e9, .passes = 1};
+    sp.matmul_rate = sp.bw = sp.attn_rate = 1e12;
+    speed_fold(&sp);
+    struct train_config c = full_bf16();
+    c.seq_len = 1000;
+    struct speed_estimate s;
+    sp.overlap = OVERLAP_FSDP, sp.comm_fixed_s = 0.5, sp.comm_first_s = 0.1, sp.comm_sm_share = 0.2;
+    speed_eval(&c, &sp, &s);
+    assert_float_equal(s.comm_s, 0.2 * 0.5 + 0.1, 1e-12);
+    assert_float_equal(s.step_time_s, 1.0 + 0.2, 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_hierarchy),        cmocka_unit_test(test_pipeline_bubble),
         cmocka_unit_test(test_offload),
         cmocka_unit_test(test_gpu_efficiency),
+        cmocka_unit_test(test_nccl_sm_share),    cmocka_unit_test(test_overlap_sm_share),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

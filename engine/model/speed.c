@@ -20,28 +20,77 @@ static double dense_rate(const struct gpu_spec *g, enum precision p)
  * github.com/stas00/ml-engineering compute/accelerator/README.md (mamf-finder.py, torch
  * 2.5-2.7): A100 SXM 271.2/312 = 0.869, A100 PCIe 252.9/312 = 0.811, H100 SXM 794.5/989 =
  * 0.803, GH200 (the H200's die and HBM3e) 828.6/989 = 0.836. GPUs without a published MAMF
- * take 0.80, the low end of the NVIDIA rows.
+ * take 0.80, the low end of the NVIDIA rows (the H100 PCIe takes the SXM's figure).
  * Attention: FlashAttention-2 forward+backward (causal, head dim 128) at long sequences:
  * on A100 about 0.60 of the peak (Dao 2023, arXiv:2307.08691, fig. 4: ~190 TFLOP/s; the
  * paper's 50-73 % is the forward, backward is slower); on H100 "up to 335 TFLOP/s" =
  * 0.34 (same paper, section 4.1: FA2 uses no Hopper instructions). GPUs without a figure
- * take 0.50, between the two. */
+ * take 0.50, between the two.
+ * SMs: NVIDIA's architecture whitepapers (Volta GV100 80; Turing TU104 T4 40, TU106 RTX
+ * 2060 30; Ampere GA100 A100 108, GA102 RTX 3090 82, RTX A6000 84, A10G 80; Ada AD102
+ * RTX 4090 128, L40S 142, AD104 L4 58; Hopper H100 SXM5 132, H100 PCIe 114, H200 132).
+ * NCCL channels of a large collective: the counts datasets/gpus.csv's nccl_bytes uses
+ * (8 x A100 on NVSwitch 24: nccl-tests issue #100; H100/H200 32: nccl issues #1259 and
+ * #1685; NVLink hybrid cube mesh 12; PCIe 4). A GPU not in the table has sms 0: no SM
+ * accounting (speed_nccl_sm_share 0). */
 void speed_gpu_eff(const struct gpu_spec *g, struct speed_gpu_eff *e)
 {
     static const struct {
         const char *prefix;
-        double matmul, attn;
+        double matmul, attn; /* 0: the defaults */
+        int sms, channels;
     } table[] = {
-        {"A100-SXM", 0.869, 0.60}, {"A100-PCIe", 0.811, 0.60}, {"H100", 0.803, 0.34},
-        {"H200", 0.836, 0.34},
+        {"V100", 0, 0, 80, 12},          {"T4", 0, 0, 40, 4},
+        {"RTX2060", 0, 0, 30, 4},        {"RTX3090", 0, 0, 82, 4},
+        {"RTX4090", 0, 0, 128, 4},       {"A10G", 0, 0, 80, 4},
+        {"L4-", 0, 0, 58, 4},            {"L40S", 0, 0, 142, 4},
+        {"A6000", 0, 0, 84, 4},          {"A100-SXM", 0.869, 0.60, 108, 24},
+        {"A100-PCIe", 0.811, 0.60, 108, 4}, {"H100-SXM", 0.803, 0.34, 132, 32},
+        {"H100-PCIe", 0.803, 0.34, 114, 4}, {"H200", 0.836, 0.34, 132, 32},
     };
     e->matmul = 0.80;
     e->attn = 0.50;
+    e->sms = e->nccl_channels = 0;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strncmp(g->name, table[i].prefix, strlen(table[i].prefix))) {
-            e->matmul = table[i].matmul;
-            e->attn = table[i].attn;
+            if (table[i].matmul > 0)
+                e->matmul = table[i].matmul;
+            if (table[i].attn > 0)
+                e->attn = table[i].attn;
+            e->sms = table[i].sms;
+            e->nccl_channels = table[i].channels;
         }
+}
+
+/* NCCL runs a collective as one CTA per channel (src/enqueue.cc @5067397c, ncclGetAlgoInfo:
+ * ring channel tuning) and drops channels while the larger buffer is below nc x nt x
+ * threadThreshold: nt = 512 threads (NCCL_SIMPLE_MAX_NTHREADS) x 64 bytes
+ * (NCCL_SIMPLE_THREAD_THRESHOLD) = 32 KiB a channel with the Simple protocol large
+ * collectives use. A CTA of NCCL's kernel does not share its SM with a GEMM CTA (cuBLAS's
+ * Ampere and Hopper GEMMs take most of an SM's shared memory), so while it runs the
+ * overlapped compute has sms - channels SMs. Lee et al. (arXiv:2507.03114, 2025) measure
+ * compute slowed by 18.9 % on average under overlap, the size of the 22-24 % this gives
+ * on A100 and H100 nodes. */
+#define NCCL_SIMPLE_CHANNEL_BYTES (512.0 * 64.0)
+
+double speed_nccl_sm_share(const struct speed_gpu_eff *e, double bytes)
+{
+    if (e->sms <= 0 || e->nccl_channels <= 0 || bytes <= 0)
+        return 0;
+    double nc = floor(bytes / NCCL_SIMPLE_CHANNEL_BYTES);
+    if (nc > (double)e->nccl_channels)
+        nc = (double)e->nccl_channels;
+    if (nc < 1)
+        nc = 1;
+    return nc / (double)e->sms;
+}
+
+double speed_overlap_cost(double comm, double hidden, double share)
+{
+    if (comm <= 0)
+        return 0;
+    const double slowed = share * comm, tail = comm - hidden;
+    return slowed > tail ? slowed : tail;
 }
 
 /* NCCL's latency constants (src/graph/tuning.cc @5067397c, ncclTunerConstantsDefaults,
@@ -347,8 +396,8 @@ static void prepare_offload(const struct model_plan *p, const struct train_confi
 }
 
 static void prepare_comm(const struct model_plan *p, const struct train_config *c,
-                         const struct gpu_spec *g, double trained, double fwd_passes,
-                         struct speed_prepared *sp)
+                         const struct gpu_spec *g, const struct speed_gpu_eff *eff, double trained,
+                         double fwd_passes, struct speed_prepared *sp)
 {
     const double tp = (double)c->tp, units = (double)(p->spec.layers + 1);
     const double e = c->precision == PREC_FP32 ? 4.0 : 2.0, stages = (double)train_pp(c);
@@ -358,13 +407,15 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
                  tp * e / stages;
     const struct comm_group dp = dp_group(c, g);
     sp->overlap = OVERLAP_NONE;
-    sp->comm_fixed_s = sp->comm_first_s = sp->comm_post_s = 0;
+    sp->comm_fixed_s = sp->comm_first_s = sp->comm_post_s = sp->comm_sm_share = 0;
     switch (c->method) {
     case METHOD_CDP: /* DDP: bucketed all-reduce of the gradients during backward */
         sp->overlap = OVERLAP_DDP;
         sp->comm_fixed_s = collective(grad_bytes, dp, 2.0, ceil(grad_bytes / SPEED_DDP_BUCKET_BYTES), g);
         sp->comm_first_s = collective(grad_bytes < SPEED_DDP_BUCKET_BYTES ? grad_bytes : SPEED_DDP_BUCKET_BYTES,
                                       dp, 2.0, 1.0, g);
+        sp->comm_sm_share = speed_nccl_sm_share(
+            eff, grad_bytes < SPEED_DDP_BUCKET_BYTES ? grad_bytes : SPEED_DDP_BUCKET_BYTES);
         break;
     case METHOD_ZERO1:
     case METHOD_ZERO2: {
@@ -376,6 +427,7 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
         sp->comm_fixed_s = collective(grad_bytes, dp, 1.0, ceil(grad_bytes / bucket), g);
         sp->comm_first_s = collective(grad_bytes < bucket ? grad_bytes : bucket, dp, 1.0, 1.0, g);
         sp->comm_post_s = collective(grad_bytes, dp, 1.0, 1.0, g);
+        sp->comm_sm_share = speed_nccl_sm_share(eff, grad_bytes < bucket ? grad_bytes : bucket);
         break;
     }
     case METHOD_PP:
@@ -393,6 +445,7 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
         sp->overlap = OVERLAP_FSDP;
         sp->comm_fixed_s = 2.0 * collective(p16, dp, 1.0, units, g) + collective(grad_bytes, dp, 1.0, units, g);
         sp->comm_first_s = sp->comm_fixed_s / units;
+        sp->comm_sm_share = speed_nccl_sm_share(eff, p16 / units); /* a unit's gather */
         if (c->method == METHOD_OFFLOAD)
             prepare_offload(p, c, g, trained, sp);
         break;
@@ -484,7 +537,7 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     sp->host_s = kernels_fwd(m, c, gemms) * (elem_passes + 2.0) * SPEED_LAUNCH_S;
     sp->pp = train_pp(c);
     sp->pp_micro = train_microbatches(c);
-    prepare_comm(p, c, g, trained, fwd_passes, sp);
+    prepare_comm(p, c, g, &eff, trained, fwd_passes, sp);
     speed_fold(sp);
 }
 
@@ -563,13 +616,13 @@ void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
     if (gpu < sp->host_s) /* the host cannot launch kernels as fast as they finish */
         gpu = sp->host_s;
     double exposed = sp->comm_fixed_s;
-    if (sp->overlap == OVERLAP_FSDP) {
-        double hidden = gpu - sp->fixed_s; /* gathers overlap forward and backward */
-        exposed = (sp->comm_fixed_s > hidden ? sp->comm_fixed_s - hidden : 0) + sp->comm_first_s;
-    } else if (sp->overlap == OVERLAP_DDP) {
-        double bwd = (gpu - sp->fixed_s) * (1.0 - sp->fwd_share);
-        exposed = (sp->comm_fixed_s > bwd ? sp->comm_fixed_s - bwd : 0) + sp->comm_first_s;
-    }
+    if (sp->overlap == OVERLAP_FSDP) /* gathers overlap forward and backward */
+        exposed = speed_overlap_cost(sp->comm_fixed_s, gpu - sp->fixed_s, sp->comm_sm_share) +
+                  sp->comm_first_s;
+    else if (sp->overlap == OVERLAP_DDP) /* buckets overlap backward */
+        exposed = speed_overlap_cost(sp->comm_fixed_s, (gpu - sp->fixed_s) * (1.0 - sp->fwd_share),
+                                     sp->comm_sm_share) +
+                  sp->comm_first_s;
     s->comm_s = exposed + sp->comm_post_s + sp->act_comm_fixed_s + sp->act_comm_tok * tok;
     s->step_time_s = gpu + s->comm_s;
     s->samples_per_s = global / s->step_time_s;

@@ -71,8 +71,17 @@
 struct speed_gpu_eff {
     double matmul; /* maximum achievable matmul FLOP/s over the dense peak (MAMF) */
     double attn;   /* FlashAttention-2 forward+backward FLOP/s over the dense peak, long s */
+    int sms;       /* streaming multiprocessors */
+    int nccl_channels; /* NCCL's channels (one CTA, one SM each) for a large collective */
 };
 void speed_gpu_eff(const struct gpu_spec *g, struct speed_gpu_eff *e);
+/* The share of the GPU's SMs NCCL's kernel holds during one ring collective whose larger
+ * buffer (send or receive) is `bytes` (speed.c cites the channel rule). */
+double speed_nccl_sm_share(const struct speed_gpu_eff *e, double bytes);
+/* What `comm` seconds of collectives add to `hidden` seconds of compute they overlap when
+ * NCCL holds `share` of the SMs meanwhile: the compute runs at 1 - share while they run,
+ * so the pair takes max(hidden + share x comm, comm); returns that minus hidden. */
+double speed_overlap_cost(double comm, double hidden, double share);
 
 struct speed_estimate {
     double flops;         /* per GPU per step */
@@ -115,6 +124,8 @@ struct speed_prepared {
     double comm_first_s;     /* what prefetching cannot hide: first gather / last bucket */
     double comm_post_s;      /* after backward, exposed: ZeRO's parameter all-gather, the
                                 distributed optimizer's DP collectives, offload's CPU step */
+    double comm_sm_share;    /* share of the SMs NCCL's kernels hold while an overlapped
+                                collective runs (speed_nccl_sm_share) */
     int pp, pp_micro;        /* pipeline stages and micro-batches per step (1, 1 without) */
     double p2p_tok, p2p_fixed_s; /* a stage's send + receive per micro-batch: s/token, latency */
     double act_comm_tok;     /* TP all-reduce seconds per token (exposed) */
