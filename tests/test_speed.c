@@ -338,6 +338,66 @@ static void test_overlap_sm_share(void **state)
     assert_float_equal(s.step_time_s, 1.0 + 0.2, 1e-12);
 }
 
+/* Tile and wave quantization on an H100 SXM (132 SMs, 128x256 or 256x128 tiles):
+ *  4096 x 4096: 32 x 16 = 512 tiles, ceil(512 / 132) = 4 waves of 132: 512 / 528;
+ *  256 x 4096 (a micro-batch of 256 tokens into a 4096-wide layer): 128x256 gives 2 x 16 =
+ *  32 tiles in one wave, 32 / 132; 256x128 the same 1 x 32;
+ *  4000 x 4000: 128x256 pads to 32 x 16 tiles (4096 x 4096), so 16e6 / (4 x 132 x 32768).
+ * An A100 (108 SMs, 128x128 or 256x128) on 4096 x 4096: 128x128 gives 1024 tiles, 10 waves
+ * of 108 = 1080: 1024 / 1080. A GPU outside the table: 1. */
+static void test_wave_efficiency(void **state)
+{
+    (void)state;
+    struct gpu_spec g = gpu;
+    struct speed_gpu_eff e;
+    snprintf(g.name, sizeof g.name, "H100-SXM-80GB");
+    speed_gpu_eff(&g, &e);
+    assert_float_equal(speed_wave_efficiency(&e, 4096, 4096), 512.0 / 528.0, 1e-15);
+    assert_float_equal(speed_wave_efficiency(&e, 256, 4096), 32.0 / 132.0, 1e-15);
+    assert_float_equal(speed_wave_efficiency(&e, 4000, 4000), 16e6 / (4.0 * 132 * 32768), 1e-15);
+    snprintf(g.name, sizeof g.name, "A100-SXM-80GB");
+    speed_gpu_eff(&g, &e);
+    assert_float_equal(speed_wave_efficiency(&e, 4096, 4096), 1024.0 / 1080.0, 1e-15);
+    speed_gpu_eff(&gpu, &e);
+    assert_true(speed_wave_efficiency(&e, 4096, 4096) == 1.0);
+}
+
+/* The point loop's waves: one 4096 x 4096 Linear on an H100 SXM at 4096 tokens, frozen
+ * (forward and input gradient: 2 GEMMs of 2 x 4096^3 FLOPs), each at 512 / 528 of the
+ * matmul rate; trained, the weight gradient adds one more, tile padding only (none here:
+ * 4096 is a multiple of both tiles). At 4097 tokens a 33rd row of tiles: 528 tiles, still
+ * 4 waves. */
+static void test_eval_waves(void **state)
+{
+    (void)state;
+    struct speed_prepared sp;
+    memset(&sp, 0, sizeof sp);
+    struct gpu_spec g = gpu;
+    snprintf(g.name, sizeof g.name, "H100-SXM-80GB");
+    speed_gpu_eff(&g, &sp.gpu_eff);
+    sp.ngemm = 1;
+    sp.gemm[0] = (struct speed_gemm){.flops_tok = 2.0 * 4096 * 4096, .passes = 2,
+                                     .in = 4096, .out = 4096, .mods = 1};
+    sp.matmul_rate = 1e15, sp.bw = 1e30, sp.attn_rate = 1e15;
+    speed_fold(&sp);
+    assert_int_equal(sp.nterm, 0);
+    assert_int_equal(sp.nwave, 1);
+    struct train_config c = full_bf16();
+    c.seq_len = 4096;
+    struct speed_estimate s;
+    const double gemm = 2.0 * 4096.0 * 4096 * 4096 / 1e15; /* no attention FLOPs here */
+    speed_eval(&c, &sp, &s);
+    assert_float_equal(s.compute_s, 2.0 * gemm * 528.0 / 512.0, 1e-12);
+    c.seq_len = 4097;
+    speed_eval(&c, &sp, &s);
+    assert_float_equal(s.compute_s, 2.0 * gemm * 528.0 / 512.0, 1e-12);
+    c.seq_len = 4096;
+    sp.gemm[0].passes = 3, sp.gemm[0].wgrad = 1;
+    speed_fold(&sp);
+    speed_eval(&c, &sp, &s);
+    assert_float_equal(s.compute_s, 2.0 * gemm * 528.0 / 512.0 + gemm, 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_offload),
         cmocka_unit_test(test_gpu_efficiency),
         cmocka_unit_test(test_nccl_sm_share),    cmocka_unit_test(test_overlap_sm_share),
+        cmocka_unit_test(test_wave_efficiency),  cmocka_unit_test(test_eval_waves),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

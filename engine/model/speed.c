@@ -32,7 +32,11 @@ static double dense_rate(const struct gpu_spec *g, enum precision p)
  * NCCL channels of a large collective: the counts datasets/gpus.csv's nccl_bytes uses
  * (8 x A100 on NVSwitch 24: nccl-tests issue #100; H100/H200 32: nccl issues #1259 and
  * #1685; NVLink hybrid cube mesh 12; PCIe 4). A GPU not in the table has sms 0: no SM
- * accounting (speed_nccl_sm_share 0). */
+ * accounting (speed_nccl_sm_share 0, no tile quantization).
+ * Tiles: NVIDIA's "Matrix Multiplication Background User's Guide" (docs.nvidia.com/
+ * deeplearning/performance/dl-performance-matrix-multiplication, "Dimension Quantization
+ * Effects") names 256x128 and 128x256 the most efficient cuBLAS tiles, 128x128 the next;
+ * Hopper's bf16 GEMMs run 128x256 or 256x128 tiles, earlier GPUs 128x128 or 256x128. */
 void speed_gpu_eff(const struct gpu_spec *g, struct speed_gpu_eff *e)
 {
     static const struct {
@@ -51,6 +55,9 @@ void speed_gpu_eff(const struct gpu_spec *g, struct speed_gpu_eff *e)
     e->matmul = 0.80;
     e->attn = 0.50;
     e->sms = e->nccl_channels = 0;
+    const bool hopper = !strncmp(g->name, "H100", 4) || !strncmp(g->name, "H200", 4);
+    e->tile_m[0] = 128, e->tile_n[0] = hopper ? 256 : 128;
+    e->tile_m[1] = 256, e->tile_n[1] = 128;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strncmp(g->name, table[i].prefix, strlen(table[i].prefix))) {
             if (table[i].matmul > 0)
@@ -60,6 +67,21 @@ void speed_gpu_eff(const struct gpu_spec *g, struct speed_gpu_eff *e)
             e->sms = table[i].sms;
             e->nccl_channels = table[i].channels;
         }
+}
+
+double speed_wave_efficiency(const struct speed_gpu_eff *e, double m, double n)
+{
+    if (e->sms <= 0 || m <= 0 || n <= 0)
+        return 1.0;
+    double best = 0;
+    for (int t = 0; t < SPEED_TILES; t++) {
+        const double tm = (double)e->tile_m[t], tn = (double)e->tile_n[t];
+        const double tiles = ceil(m / tm) * ceil(n / tn);
+        const double waves = ceil(tiles / (double)e->sms);
+        const double eff = m * n / (waves * (double)e->sms * tm * tn);
+        best = eff > best ? eff : best;
+    }
+    return best;
 }
 
 /* NCCL runs a collective as one CTA per channel (src/enqueue.cc @5067397c, ncclGetAlgoInfo:
@@ -212,6 +234,26 @@ static double gemm_fwd_passes(const struct model_spec *m, const struct train_con
     return 1.0 + (c->grad_ckpt || (c->ckpt_selective && sac_recomputes(m, role)) ? 1.0 : 0.0);
 }
 
+/* The shape of a dense Linear role's matrices on one GPU: Megatron's column-parallel
+ * layers (q, k, v, gate, up, lm_head) split the output features over TP, the row-parallel
+ * ones (o, down) the input features. Routed experts (each sees a share of the tokens),
+ * OPT's projections and the router keep no shape: they run at the matmul rate. */
+static void gemm_shape(const struct model_plan *p, const struct train_config *c, int role,
+                       struct speed_gemm *k)
+{
+    k->in = k->out = k->mods = k->wgrad = 0;
+    const double mods = p->lora_mods_active[role];
+    if (p->role_expert_w[role] > 0 || mods <= 0 || role < ROLE_Q || role == ROLE_ROUTER)
+        return;
+    const double tp = (double)c->tp, in = p->lora_in_active[role] / mods;
+    const double out = (p->lora_io_active[role] - p->lora_in_active[role]) / mods;
+    const bool row = role == ROLE_O || role == ROLE_DOWN;
+    k->in = row ? in / tp : in;
+    k->out = row ? out : out / tp;
+    k->mods = mods;
+    k->wgrad = c->finetune == FT_FULL ? 1.0 : 0.0;
+}
+
 /* One GEMM class per Linear role: forward 2*w FLOPs per token; bytes per token read input
  * and write output (rows + cols per matrix, lora_io); the weight is read once per pass
  * (bytes_fixed). Backward: the input gradient always, the weight gradient when trained.
@@ -234,19 +276,24 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
             continue;
         bool head = role == ROLE_LM_HEAD;
         struct speed_gemm *k = &sp->gemm[sp->ngemm++];
+        *k = (struct speed_gemm){0};
         k->flops_tok = 2.0 * p->role_active[role] / tp;
         k->bytes_tok = p->lora_io_active[role] * e / tp;
         k->bytes_fixed = (w - (double)p->role_expert_w[role] * ep_keep) / tp * (head ? e : wbytes);
         k->passes = gemm_fwd_passes(&p->spec, c, role) + 1.0 + (full ? 1.0 : 0.0);
+        gemm_shape(p, c, role, k);
         kernels += head ? 0 : 1;
     }
     if (!p->head_p) { /* a tied head is the embedding matrix used as a Linear */
         double w = (double)p->embed_p;
         struct speed_gemm *k = &sp->gemm[sp->ngemm++];
+        *k = (struct speed_gemm){0};
         k->flops_tok = 2.0 * w / tp;
         k->bytes_tok = (double)(p->spec.hidden + p->spec.vocab) * e / tp;
         k->bytes_fixed = w / tp * e;
         k->passes = 2.0 + (full ? 1.0 : 0.0);
+        k->in = (double)p->spec.hidden, k->out = (double)p->spec.vocab / tp, k->mods = 1;
+        k->wgrad = full ? 1.0 : 0.0;
     }
     /* LoRA: A (in -> r) and B (r -> out) per target matrix: 2 r (in + out) FLOPs per token;
      * they read the layer input and write/add to its output (PEFT: dropout, A, B, scaling,
@@ -259,6 +306,7 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
         const double io = p->lora_io_active[role] -
                           (plan_peft_fused(c) ? (double)p->lora_shared_in[role] : 0.0);
         struct speed_gemm *k = &sp->gemm[sp->ngemm++];
+        *k = (struct speed_gemm){0};
         k->flops_tok = 2.0 * (double)c->lora_r * io / tp;
         k->bytes_tok = 3.0 * io * e / tp;
         k->bytes_fixed = 0;
@@ -481,6 +529,7 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     const double elem_passes = c->grad_ckpt || c->ckpt_selective ? 2.0 : 1.0;
     struct speed_gpu_eff eff;
     speed_gpu_eff(g, &eff);
+    sp->gpu_eff = eff;
     const double peak = dense_rate(g, c->precision);
     sp->matmul_rate = peak * eff.matmul;
     sp->bw = g->mem_bw_gbs * 1e9 * SPEED_BW_EFF;
@@ -541,11 +590,62 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     speed_fold(sp);
 }
 
+/* The useful share of the padded tiles of an m x n output, the better candidate. */
+static double tile_padding(const struct speed_gpu_eff *e, double m, double n)
+{
+    double best = 0;
+    for (int t = 0; t < SPEED_TILES; t++) {
+        const double tm = (double)e->tile_m[t], tn = (double)e->tile_n[t];
+        const double eff = m * n / (ceil(m / tm) * tm * ceil(n / tn) * tn);
+        best = eff > best ? eff : best;
+    }
+    return best;
+}
+
+/* A shaped class as waves: the forward GEMM (N = out, K = in) runs its forward passes,
+ * the input gradient (N = in, K = out) one; a wave of one matrix takes sms x tile area x
+ * 2 K FLOPs at the matmul rate. The weight gradient's FLOPs per token over the rate and
+ * its tile padding. Classes of the same tiles merge. */
+static void fold_wave(struct speed_prepared *sp, const struct speed_gemm *k)
+{
+    const struct speed_gpu_eff *e = &sp->gpu_eff;
+    const double fwd = k->passes - 1.0 - k->wgrad, n[2] = {k->out, k->in}, kd[2] = {k->in, k->out};
+    const double passes[2] = {fwd, 1.0};
+    struct speed_wave w = {.mem_s = k->bytes_tok * k->passes / sp->bw,
+                           .mem_fixed_s = k->bytes_fixed * k->passes / sp->bw};
+    for (int g = 0; g < 2; g++)
+        for (int t = 0; t < SPEED_TILES; t++) {
+            w.n_tiles[g][t] = ceil(n[g] / (double)e->tile_n[t]);
+            w.wave_s[g][t] = k->mods * passes[g] * (double)e->sms * (double)e->tile_m[t] *
+                             (double)e->tile_n[t] * 2.0 * kd[g] / sp->matmul_rate;
+        }
+    w.wgrad_s = k->wgrad * 2.0 * k->mods * k->in * k->out / sp->matmul_rate / tile_padding(e, k->out, k->in);
+    int j = 0;
+    while (j < sp->nwave && memcmp(sp->wave[j].n_tiles, w.n_tiles, sizeof w.n_tiles))
+        j++;
+    if (j == sp->nwave) {
+        sp->wave[sp->nwave++] = w;
+        return;
+    }
+    struct speed_wave *d = &sp->wave[j];
+    for (int g = 0; g < 2; g++)
+        for (int t = 0; t < SPEED_TILES; t++)
+            d->wave_s[g][t] += w.wave_s[g][t];
+    d->wgrad_s += w.wgrad_s, d->mem_s += w.mem_s, d->mem_fixed_s += w.mem_fixed_s;
+}
+
 void speed_fold(struct speed_prepared *sp)
 {
-    sp->nterm = 0;
+    sp->nterm = sp->nwave = 0;
+    for (int t = 0; t < SPEED_TILES; t++)
+        sp->inv_tile_m[t] = sp->gpu_eff.sms > 0 ? 1.0 / (double)sp->gpu_eff.tile_m[t] : 0;
+    sp->inv_sms = sp->gpu_eff.sms > 0 ? 1.0 / (double)sp->gpu_eff.sms : 0;
     for (int i = 0; i < sp->ngemm; i++) {
         const struct speed_gemm *k = &sp->gemm[i];
+        if (k->mods > 0 && sp->gpu_eff.sms > 0) {
+            fold_wave(sp, k);
+            continue;
+        }
         struct speed_term t = {k->flops_tok * k->passes / sp->matmul_rate,
                                k->bytes_tok * k->passes / sp->bw, k->bytes_fixed * k->passes / sp->bw};
         int j = 0; /* a class proportional to an earlier one (q and o, k and v) adds to it */
@@ -587,6 +687,32 @@ static void eval_pipeline(const struct speed_prepared *sp, double tok, double mb
     s->step_time_s = slot * slots + sp->fixed_s + sp->comm_post_s;
 }
 
+/* The shaped classes at `tok` tokens (M): per GEMM kind the better tile's waves x the
+ * seconds of a wave, the weight gradient, and the roofline against the class's bytes.
+ * tiles / sms is a ratio of integers, so its fraction is 0 or at least 1 / sms: the
+ * 1e-9 keeps the product's rounding from adding a wave. */
+static double eval_waves(const struct speed_prepared *sp, double tok)
+{
+    double tm[SPEED_TILES], total = 0;
+    for (int t = 0; t < SPEED_TILES; t++)
+        tm[t] = ceil(tok * sp->inv_tile_m[t]);
+    for (int i = 0; i < sp->nwave; i++) {
+        const struct speed_wave *w = &sp->wave[i];
+        double t_c = w->wgrad_s * tok;
+        for (int g = 0; g < 2; g++) {
+            double best = ceil(tm[0] * w->n_tiles[g][0] * sp->inv_sms - 1e-9) * w->wave_s[g][0];
+            for (int t = 1; t < SPEED_TILES; t++) {
+                double v = ceil(tm[t] * w->n_tiles[g][t] * sp->inv_sms - 1e-9) * w->wave_s[g][t];
+                best = v < best ? v : best;
+            }
+            t_c += best;
+        }
+        const double t_m = w->mem_s * tok + w->mem_fixed_s;
+        total += t_c > t_m ? t_c : t_m;
+    }
+    return total;
+}
+
 void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
                 struct speed_estimate *s)
 {
@@ -597,6 +723,8 @@ void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
         double t_c = k->compute_s * tok, t_m = k->mem_s * tok + k->mem_fixed_s;
         gemm_s += t_c > t_m ? t_c : t_m;
     }
+    if (sp->nwave)
+        gemm_s += eval_waves(sp, tok);
     /* FlashAttention at s: rate * s / (s + s_half), so time = flops * (s + s_half) / s */
     double attn_s = tok * (sp->attn_s_tok * (seq + SPEED_ATTN_S_HALF) + sp->eager_s_tok * seq);
     s->flops = (sp->flops_tok + sp->attn_flops_tok * seq * sp->attn_passes) * tok;

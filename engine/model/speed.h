@@ -66,13 +66,16 @@
 #define SPEED_HOST_DEFAULT_GBS 204.8
 /* At most this many GEMM classes: 8 Linear roles, lm_head, and one LoRA class per role. */
 #define SPEED_GEMM_MAX 24
+/* Output tile shapes cuBLAS chooses between for a large bf16 GEMM (speed.c cites them). */
+#define SPEED_TILES 2
 
 /* Per-GPU efficiencies (speed.c cites each). */
 struct speed_gpu_eff {
     double matmul; /* maximum achievable matmul FLOP/s over the dense peak (MAMF) */
     double attn;   /* FlashAttention-2 forward+backward FLOP/s over the dense peak, long s */
-    int sms;       /* streaming multiprocessors */
+    int sms;       /* streaming multiprocessors; 0: unknown (no tile or SM accounting) */
     int nccl_channels; /* NCCL's channels (one CTA, one SM each) for a large collective */
+    int tile_m[SPEED_TILES], tile_n[SPEED_TILES]; /* output tile candidates (rows x cols) */
 };
 void speed_gpu_eff(const struct gpu_spec *g, struct speed_gpu_eff *e);
 /* The share of the GPU's SMs NCCL's kernel holds during one ring collective whose larger
@@ -91,10 +94,28 @@ struct speed_estimate {
     double samples_per_s, tokens_per_s; /* whole job */
 };
 
+/* Share of an M x N GEMM's output tiles that do useful work on the GPU's SMs: M x N over
+ * waves x SMs x tile area, waves = ceil(tiles / SMs), for the better tile candidate
+ * (tile and wave quantization); 1 when the SMs are unknown. */
+double speed_wave_efficiency(const struct speed_gpu_eff *e, double m, double n);
+
 /* One class of GEMMs: per token FLOPs and activation bytes, weight bytes per pass. */
 struct speed_gemm {
     double flops_tok, bytes_tok, bytes_fixed;
     double passes; /* forward passes + input-gradient + weight-gradient GEMMs of one step */
+    /* the shape of each of its `mods` matrices on one GPU (after the TP split), for tile
+     * and wave quantization; mods 0: no shape, the class runs at the matmul rate */
+    double in, out, mods;
+    double wgrad;  /* weight-gradient passes among `passes` (1 when trained) */
+};
+
+/* A class with a shape, folded for the point loop: per GEMM kind (forward: N = out,
+ * input gradient: N = in; M = the tokens) the N tiles and the seconds of one wave of each
+ * tile candidate, every matrix and pass included; the weight gradient (K = the tokens,
+ * M x N fixed: cuBLAS splits K, so only the tile padding counts) in seconds per token. */
+struct speed_wave {
+    double n_tiles[2][SPEED_TILES], wave_s[2][SPEED_TILES];
+    double wgrad_s, mem_s, mem_fixed_s;
 };
 
 /* A GEMM class folded for the point loop: seconds = max(compute_s * tokens,
@@ -133,6 +154,10 @@ struct speed_prepared {
     /* folded by speed_fold for speed_eval: classes of proportional cost merged */
     int nterm;
     struct speed_term term[SPEED_GEMM_MAX];
+    int nwave;
+    struct speed_wave wave[SPEED_GEMM_MAX];
+    struct speed_gpu_eff gpu_eff; /* SMs and tiles for the waves */
+    double inv_tile_m[SPEED_TILES], inv_sms;
     double attn_s_tok;       /* FlashAttention seconds per token per unit of (s + s_half) */
     double eager_s_tok;      /* eager attention seconds per token per unit of s */
     double elem_s_tok;       /* memory-bound seconds per token */
