@@ -127,18 +127,25 @@ static void test_eval_by_hand(void **state)
 /* FSDP overlaps its collectives with compute: only what exceeds the GPU time (less the
  * optimizer step) and the first unit's gather are exposed. DDP hides the all-reduce in
  * backward (2/3 of compute without checkpointing) up to the last bucket. */
+/* One GEMM class of 1e9 FLOPs a token at 1e12 FLOP/s: 1 s of compute for 1000 tokens. */
+static void one_second_of_compute(struct speed_prepared *sp, struct train_config *c)
+{
+    memset(sp, 0, sizeof *sp);
+    sp->ngemm = 1;
+    sp->gemm[0] = (struct speed_gemm){.flops_tok = 1e9, .passes = 1};
+    sp->matmul_rate = sp->bw = sp->attn_rate = 1e12;
+    sp->fwd_share = 1.0 / 3.0;
+    speed_fold(sp);
+    *c = full_bf16();
+    c->seq_len = 1000;
+}
+
 static void test_overlap(void **state)
 {
     (void)state;
     struct speed_prepared sp;
-    memset(&sp, 0, sizeof sp);
-    sp.ngemm = 1;
-    sp.gemm[0] = (struct speed_gemm){.flops_tok = 1e9, .passes = 1}; /* 1 s for 1000 tokens */
-    sp.matmul_rate = sp.bw = sp.attn_rate = 1e12;
-    sp.fwd_share = 1.0 / 3.0;
-    speed_fold(&sp);
-    struct train_config c = full_bf16();
-    c.seq_len = 1000;
+    struct train_config c;
+    one_second_of_compute(&sp, &c);
     struct speed_estimate s;
     sp.overlap = OVERLAP_FSDP, sp.comm_fixed_s = 0.5, sp.comm_first_s = 0.1;
     speed_eval(&c, &sp, &s);
@@ -324,13 +331,8 @@ static void test_overlap_sm_share(void **state)
     assert_float_equal(speed_overlap_cost(2.0, 1.0, 0.25), 1.0, 1e-15);
     assert_true(speed_overlap_cost(0.0, 1.0, 0.25) == 0.0);
     struct speed_prepared sp;
-    memset(&sp, 0, sizeof sp);
-    sp.ngemm = 1;
-    sp.gemm[0] = (struct speed_gemm){.flops_tok = 1e9, .passes = 1};
-    sp.matmul_rate = sp.bw = sp.attn_rate = 1e12;
-    speed_fold(&sp);
-    struct train_config c = full_bf16();
-    c.seq_len = 1000;
+    struct train_config c;
+    one_second_of_compute(&sp, &c);
     struct speed_estimate s;
     sp.overlap = OVERLAP_FSDP, sp.comm_fixed_s = 0.5, sp.comm_first_s = 0.1, sp.comm_sm_share = 0.2;
     speed_eval(&c, &sp, &s);
