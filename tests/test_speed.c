@@ -281,20 +281,24 @@ static void test_attention_efficiency(void **state)
     assert_float_equal(s.compute_s, 4096.0 * (4096.0 + 256.0) / 1e12, 1e-15);
 }
 
+/* The efficiencies, SMs and tiles of the gpus.csv row named `name`. */
+static void eff_of(const char *name, struct speed_gpu_eff *e)
+{
+    struct gpu_spec g = gpu;
+    snprintf(g.name, sizeof g.name, "%s", name);
+    speed_gpu_eff(&g, e);
+}
+
 /* The per-GPU efficiencies: the MAMF table's A100 SXM and H100 rows, else the default. */
 static void test_gpu_efficiency(void **state)
 {
     (void)state;
-    struct gpu_spec g = gpu;
     struct speed_gpu_eff e;
-    snprintf(g.name, sizeof g.name, "A100-SXM-80GB");
-    speed_gpu_eff(&g, &e);
+    eff_of("A100-SXM-80GB", &e);
     assert_true(e.matmul == 0.869 && e.attn == 0.60);
-    snprintf(g.name, sizeof g.name, "H100-SXM-80GB");
-    speed_gpu_eff(&g, &e);
+    eff_of("H100-SXM-80GB", &e);
     assert_true(e.matmul == 0.803 && e.attn == 0.34);
-    snprintf(g.name, sizeof g.name, "L4-24GB");
-    speed_gpu_eff(&g, &e);
+    eff_of("L4-24GB", &e);
     assert_true(e.matmul == 0.80 && e.attn == 0.50);
 }
 
@@ -304,17 +308,14 @@ static void test_gpu_efficiency(void **state)
 static void test_nccl_sm_share(void **state)
 {
     (void)state;
-    struct gpu_spec g = gpu;
     struct speed_gpu_eff e;
-    snprintf(g.name, sizeof g.name, "H100-SXM-80GB");
-    speed_gpu_eff(&g, &e);
+    eff_of("H100-SXM-80GB", &e);
     assert_int_equal(e.sms, 132);
     assert_int_equal(e.nccl_channels, 32);
     assert_float_equal(speed_nccl_sm_share(&e, 64.0 * 1048576), 32.0 / 132.0, 1e-15);
     assert_float_equal(speed_nccl_sm_share(&e, 100.0 * 1024), 3.0 / 132.0, 1e-15);
     assert_float_equal(speed_nccl_sm_share(&e, 1000.0), 1.0 / 132.0, 1e-15);
-    snprintf(g.name, sizeof g.name, "A100-SXM-40GB");
-    speed_gpu_eff(&g, &e);
+    eff_of("A100-SXM-40GB", &e);
     assert_float_equal(speed_nccl_sm_share(&e, 64.0 * 1048576), 24.0 / 108.0, 1e-15);
     speed_gpu_eff(&gpu, &e);
     assert_true(speed_nccl_sm_share(&e, 64.0 * 1048576) == 0.0);
@@ -350,15 +351,12 @@ static void test_overlap_sm_share(void **state)
 static void test_wave_efficiency(void **state)
 {
     (void)state;
-    struct gpu_spec g = gpu;
     struct speed_gpu_eff e;
-    snprintf(g.name, sizeof g.name, "H100-SXM-80GB");
-    speed_gpu_eff(&g, &e);
+    eff_of("H100-SXM-80GB", &e);
     assert_float_equal(speed_wave_efficiency(&e, 4096, 4096), 512.0 / 528.0, 1e-15);
     assert_float_equal(speed_wave_efficiency(&e, 256, 4096), 32.0 / 132.0, 1e-15);
     assert_float_equal(speed_wave_efficiency(&e, 4000, 4000), 16e6 / (4.0 * 132 * 32768), 1e-15);
-    snprintf(g.name, sizeof g.name, "A100-SXM-80GB");
-    speed_gpu_eff(&g, &e);
+    eff_of("A100-SXM-80GB", &e);
     assert_float_equal(speed_wave_efficiency(&e, 4096, 4096), 1024.0 / 1080.0, 1e-15);
     speed_gpu_eff(&gpu, &e);
     assert_true(speed_wave_efficiency(&e, 4096, 4096) == 1.0);
@@ -374,9 +372,7 @@ static void test_eval_waves(void **state)
     (void)state;
     struct speed_prepared sp;
     memset(&sp, 0, sizeof sp);
-    struct gpu_spec g = gpu;
-    snprintf(g.name, sizeof g.name, "H100-SXM-80GB");
-    speed_gpu_eff(&g, &sp.gpu_eff);
+    eff_of("H100-SXM-80GB", &sp.gpu_eff);
     sp.ngemm = 1;
     sp.gemm[0] = (struct speed_gemm){.flops_tok = 2.0 * 4096 * 4096, .passes = 2,
                                      .in = 4096, .out = 4096, .mods = 1};
