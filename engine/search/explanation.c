@@ -1,0 +1,57 @@
+/* explanation.c: one configuration explained, as data (explanation.h). */
+#include "explanation.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "llmem.h"
+#include "losspath.h"
+
+/* The loss path's cost per token and vocabulary entry at the point's micro-batch bucket:
+ * what the timeline model charges its N x V tensors (not used by LLMem's equations). */
+static void loss_cost_of(struct explanation *x, const struct train_config *c)
+{
+    struct loss_cost lc;
+    const enum loss_path lp = losspath_select(c, x->plan->spec.model_type);
+    const unsigned bk = losspath_batch_bucket(c->micro_batch);
+    losspath_cost(lp, losspath_class(c->precision), losspath_data_shape(c), c->alloc, &lc);
+    x->has_loss = true;
+    snprintf(x->loss_path, sizeof x->loss_path, "%s", loss_path_name(lp));
+    x->loss_allocated = lc.allocated;
+    x->loss_reserved = lc.reserved[bk];
+    x->loss_needed = lc.needed[bk];
+}
+
+int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
+                      const struct train_config *c, const struct explain_params *par)
+{
+    memset(x, 0, sizeof *x);
+    x->par = *par;
+    struct model_plan *p = &s->models[model];
+    x->plan = p;
+    plan_chunk(p); /* chunk_elems is reported in every mode */
+    struct sweep_point *pt = &x->pt;
+    sweep_eval_config(s, model, c, pt);
+    if (!pt->mem.llmem.chunk_elems) { /* the timeline model: add LLMem's decomposition */
+        struct llmem_terms t;
+        llmem_static(p, &pt->cfg, s->mem.base_bytes, false, &t);
+        llmem_eval(p, &pt->cfg, false, &t);
+        pt->mem.llmem = t;
+    }
+    snprintf(x->gpu, sizeof x->gpu, "%s", s->gpu->name);
+    x->gpus_per_node = s->gpu->gpus_per_node;
+    x->budget = s->budget;
+    x->base_bytes = s->mem.base_bytes;
+    if (pt->rule >= 0)
+        snprintf(x->rule, sizeof x->rule, "%s", rules_label(s->rules, pt->rule));
+    band_group_name(&pt->band, &pt->cfg, x->band_group, sizeof x->band_group);
+    x->band_table = s->band != NULL;
+    targets_format(pt->cfg.lora_targets, x->targets, sizeof x->targets);
+    x->moe = model_is_moe(&p->spec);
+    x->active_params = plan_active_params(p);
+    if (!par->paper && pt->cfg.stack != STACK_COLOSSAL)
+        loss_cost_of(x, &pt->cfg);
+    if (!pt->fits)
+        x->nchanges = answer_suggest(s, model, &pt->cfg, x->changes, ANSWER_SUGGEST_MAX);
+    return 0;
+}

@@ -1,0 +1,51 @@
+/* explanation.h: one configuration explained, as data (`llmem-sweep explain`).
+ *
+ * explanation_build evaluates the point the way the sweep does (the model's plan, the
+ * rules, the band, the speed model) and gathers everything the explain writer prints: the
+ * phase timeline and its terms, the band, the loss path's cost, the step time, what to
+ * change when it does not fit, LLMem's terms, and, when asked, the tensors behind every
+ * term (memdetail.h). reports/explain_out.c writes it as text or JSON and calls nothing of
+ * the model. */
+#ifndef LLMEM_EXPLANATION_H
+#define LLMEM_EXPLANATION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "answer.h"
+#include "sweep.h"
+
+/* What explain asks beside the configuration (the CLI fills it from its options). */
+struct explain_params {
+    bool paper;        /* --paper: LLMem's equations and terms */
+    bool detail;       /* --detail: the tensors behind each term */
+    double margin_pct; /* < 0: auto (the band's upper end must fit) */
+};
+
+struct explanation {
+    struct explain_params par;
+    struct sweep_point pt;          /* the point as the sweep evaluates it, LLMem's terms filled */
+    const struct model_plan *plan;  /* the model (names, sizes) */
+    char gpu[GPU_NAME_MAX];
+    int32_t gpus_per_node;
+    uint64_t budget, base_bytes;    /* the budget and m_base */
+    char rule[ANSWER_TEXT_MAX];     /* the measured rule that binds; "" when none */
+    char band_group[64];
+    bool band_table;                /* a band.csv was read (else: the data folder has none) */
+    char targets[96];               /* the LoRA targets, formatted */
+    bool moe;
+    double active_params;           /* parameters a token passes */
+    bool has_loss;                  /* the loss path's cost (not for the LLMem equations) */
+    char loss_path[32];
+    double loss_allocated, loss_reserved, loss_needed; /* bytes per token and vocab entry */
+    int nchanges;                   /* what to change when it does not fit */
+    struct answer_change changes[ANSWER_SUGGEST_MAX];
+};
+
+/* Explains configuration c of model `model` of s (the configuration already checked with
+ * train_config_check). Searches the model's Gemini chunk size (LLMem's terms report it).
+ * @return 0. */
+int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
+                      const struct train_config *c, const struct explain_params *par);
+
+#endif

@@ -1,0 +1,249 @@
+/* explain_out.c: `llmem-sweep explain` as text and JSON: one configuration, every memory
+ * term, the phase timeline, the peak phase, the step time and the budget verdict, written
+ * from a finished explanation (explanation.h). */
+#include "explain_out.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+#include "units.h"
+
+static double mib(uint64_t b) { return (double)b / 1048576.0; }
+
+/* The error band beside the peak (README "Error band"). */
+static void text_band(const struct explanation *x, FILE *f)
+{
+    const struct sweep_point *pt = &x->pt;
+    if (pt->band.level < 0) {
+        fprintf(f, "\nband       none (%s has no band for this configuration)",
+                x->band_table ? "band.csv" : "the data folder has no band.csv, so it");
+        return;
+    }
+    fprintf(f, "\nband       %.3f .. %.3f GiB (x%.3f .. x%.3f; group %s: %d measured rows, %d sources)",
+            units_gib(pt->peak_lo), units_gib(pt->peak_hi), pt->band.lo, pt->band.hi, x->band_group,
+            pt->band.rows, pt->band.sources);
+}
+
+static json_t *band_json(const struct explanation *x)
+{
+    const struct sweep_point *pt = &x->pt;
+    return json_pack("{sIsIsfsfsssisisssI}", "lo_bytes", (json_int_t)pt->peak_lo, "hi_bytes",
+                     (json_int_t)pt->peak_hi, "lo_factor", pt->band.lo, "hi_factor", pt->band.hi,
+                     "group", x->band_group, "rows", pt->band.rows, "sources", pt->band.sources, "margin",
+                     x->par.margin_pct < 0 ? "auto" : "pct", "fit_bytes", (json_int_t)pt->fit_peak);
+}
+
+/* What to change when the point does not fit, fewest changed first. */
+static void text_changes(const struct explanation *x, FILE *f)
+{
+    fprintf(f, "changes    %s\n", x->nchanges ? "each of these alone makes it fit (fewest changed first):"
+                                              : "no single change tried makes it fit");
+    for (int i = 0; i < x->nchanges; i++)
+        fprintf(f, "           %-34s peak %.2f GiB (%.2f GiB with the margin)\n", x->changes[i].what,
+                x->changes[i].peak_gib, x->changes[i].fit_peak_gib);
+}
+
+static json_t *changes_json(const struct explanation *x)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < x->nchanges; i++)
+        json_array_append_new(a, json_pack("{sssfsf}", "change", x->changes[i].what, "peak_gib",
+                                           round(x->changes[i].peak_gib * 1e3) / 1e3, "fit_peak_gib",
+                                           round(x->changes[i].fit_peak_gib * 1e3) / 1e3));
+    return a;
+}
+
+static void text_config(const struct explanation *x, FILE *f)
+{
+    const struct train_config *c = &x->pt.cfg;
+    const struct model_plan *p = x->plan;
+    const struct mem_estimate *e = &x->pt.mem;
+    fprintf(f, "model      %s (%s, %" PRId64 " parameters)\n", p->spec.name, p->spec.model_type, p->params);
+    fprintf(f, "config     %s, %d GPU(s) (tp %d x dp %d", method_name(c->method), c->gpus, c->tp, c->dp);
+    if (c->method == METHOD_PP)
+        fprintf(f, " x pp %d, %d micro-batches a step", train_pp(c), train_microbatches(c));
+    fprintf(f, "), micro-batch %d, seq %d\n", c->micro_batch, c->seq_len);
+    if (c->method == METHOD_OFFLOAD)
+        fprintf(f, "           offload %s: %.3f GiB of host memory a GPU (%.3f GiB a node of %d)\n",
+                offload_name(c->offload), units_gib(e->host),
+                units_gib(e->host) * (c->gpus < x->gpus_per_node ? c->gpus : x->gpus_per_node),
+                x->gpus_per_node);
+    fprintf(f, "           %s, %s", precision_name(c->precision), finetune_name(c->finetune));
+    if (c->finetune != FT_FULL)
+        fprintf(f, " r=%d on %s, base %s", c->lora_r, x->targets, quant_name(c->quant));
+    fprintf(f, ", checkpointing %s, %s, stack %s%s\n", ckpt_mode_name(c),
+            optimizer_name(c->optimizer), stack_name(c->stack), x->par.paper ? " (--paper)" : "");
+    fprintf(f, "           %s batches, %s allocator\n", data_shape_name(c->data), alloc_conf_name(c->alloc));
+    if (x->moe)
+        fprintf(f, "experts    %" PRId64 " routed, %" PRId64 " a token (width %" PRId64 "), shared width %"
+                PRId64 ", %" PRId64 " dense block(s); %.0f parameters a token passes; ep %d\n",
+                p->spec.experts, p->spec.experts_per_tok, p->spec.moe_intermediate,
+                p->spec.shared_intermediate, p->spec.dense_layers, x->active_params, train_ep(c));
+    fprintf(f, "GPU        %s, budget %.2f GiB, m_base %.0f MiB\n\n", x->gpu, units_gib(x->budget),
+            mib(x->base_bytes));
+}
+
+/* The paper's terms are another model (full fine-tuning, fp16, Adam, Gemini chunks): beside
+ * a different prediction they read as a contradiction, so only with --paper. */
+static void text_llmem(const struct explanation *x, FILE *f)
+{
+    const struct model_plan *p = x->plan;
+    const struct llmem_terms *t = &x->pt.mem.llmem;
+    if (!x->par.paper) {
+        fprintf(f, "parameters embed_p %" PRId64 ", other_p %" PRId64 " (the LLMem paper's terms: "
+                "--paper)\n\n", p->embed_p, p->other_p);
+        return;
+    }
+    fprintf(f, "LLMem terms (MiB)\n");
+    fprintf(f, "  m_base %10.1f   m_p  %10.1f   m_p16 %10.1f   m_p32 %10.1f\n", mib(t->m_base),
+            mib(t->m_p), mib(t->m_p16), mib(t->m_p32));
+    fprintf(f, "  m_os   %10.1f   m_out %9.1f   m_lm  %10.1f   m_back %9.1f\n", mib(t->m_os),
+            mib(t->m_out), mib(t->m_lm), mib(t->m_back));
+    fprintf(f, "  embed_p %" PRId64 ", other_p %" PRId64 ", chunk %" PRId64 " elements, LLMem peak "
+            "%.1f MiB\n\n", p->embed_p, p->other_p, t->chunk_elems, mib(t->peak));
+}
+
+static void text_phases(const struct mem_estimate *e, FILE *f)
+{
+    fprintf(f, "%-22s", "phase (GiB)");
+    for (int k = 0; k < TERM_COUNT; k++)
+        fprintf(f, " %12s", mem_term_name((enum mem_term)k));
+    fprintf(f, " %10s\n", "reserved");
+    for (int ph = 0; ph < PHASE_COUNT; ph++) {
+        if (e->phase_reserved[ph] == 0)
+            continue;
+        fprintf(f, "%-22s", mem_phase_name((enum mem_phase)ph));
+        for (int k = 0; k < TERM_COUNT; k++)
+            fprintf(f, " %12.3f", units_gib(e->phase[ph][k]));
+        fprintf(f, " %10.3f%s\n", units_gib(e->phase_reserved[ph]), ph == (int)e->peak_phase ? "  <- peak" : "");
+    }
+}
+
+static void text_verdict(const struct explanation *x, FILE *f)
+{
+    const struct sweep_point *pt = &x->pt;
+    const struct mem_estimate *e = &pt->mem;
+    if (x->rule[0])
+        fprintf(f, "\npeak       %.3f GiB device by measured rule %s (the model alone: %.3f GiB at %s)",
+                units_gib(pt->peak), x->rule, units_gib(e->device), mem_phase_name(e->peak_phase));
+    else
+        fprintf(f, "\npeak       %.3f GiB device (%.3f reserved, %.3f allocated) at %s", units_gib(pt->peak),
+                units_gib(e->reserved), units_gib(e->allocated), mem_phase_name(e->peak_phase));
+    text_band(x, f);
+    if (x->has_loss)
+        fprintf(f, "\nloss path  %s: %.2f allocated, %.2f reserved, %.2f held at the peak "
+                "(bytes per token and vocab entry)", x->loss_path, x->loss_allocated, x->loss_reserved,
+                x->loss_needed);
+    fprintf(f, "\nstep       %.4f s (compute %.4f, memory %.4f, communication %.4f", pt->speed.step_time_s,
+            pt->speed.compute_s, pt->speed.memory_s, pt->speed.comm_s);
+    if (pt->cfg.method == METHOD_PP)
+        fprintf(f, ", pipeline bubble %.4f", pt->speed.bubble_s);
+    fprintf(f, "), %.1f tokens/s\n", pt->speed.tokens_per_s);
+    fprintf(f, "verdict    %s: %.2f GiB headroom of %.2f GiB", pt->fits ? "fits" : "DOES NOT FIT",
+            units_gib(x->budget) - units_gib(pt->peak), units_gib(x->budget));
+    if (x->par.margin_pct < 0)
+        fprintf(f, " (the band's upper end, %.2f GiB, must fit)\n", units_gib(pt->fit_peak));
+    else if (x->par.margin_pct > 0)
+        fprintf(f, " (the peak + %g %%, %.2f GiB, must fit)\n", x->par.margin_pct, units_gib(pt->fit_peak));
+    else
+        fputc('\n', f);
+}
+
+int explain_write_text(const struct explanation *x, FILE *f)
+{
+    text_config(x, f);
+    text_llmem(x, f);
+    text_phases(&x->pt.mem, f);
+    text_verdict(x, f);
+    if (!x->pt.fits)
+        text_changes(x, f);
+    return 0;
+}
+
+static json_t *terms_json(const struct llmem_terms *t)
+{
+    return json_pack("{sIsIsIsIsIsIsIsI}", "m_base", (json_int_t)t->m_base, "m_p", (json_int_t)t->m_p,
+                     "m_p16", (json_int_t)t->m_p16, "m_p32", (json_int_t)t->m_p32, "m_os",
+                     (json_int_t)t->m_os, "m_out", (json_int_t)t->m_out, "m_lm", (json_int_t)t->m_lm,
+                     "m_back", (json_int_t)t->m_back);
+}
+
+static json_t *phases_json(const struct mem_estimate *e)
+{
+    json_t *a = json_array();
+    for (int ph = 0; ph < PHASE_COUNT; ph++) {
+        if (e->phase_reserved[ph] == 0)
+            continue;
+        json_t *o = json_pack("{sssI}", "phase", mem_phase_name((enum mem_phase)ph), "reserved_bytes",
+                              (json_int_t)e->phase_reserved[ph]);
+        for (int k = 0; k < TERM_COUNT; k++)
+            json_object_set_new(o, mem_term_name((enum mem_term)k), json_integer((json_int_t)e->phase[ph][k]));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *inputs_json(const struct explanation *x)
+{
+    const struct train_config *c = &x->pt.cfg;
+    const struct model_plan *p = x->plan;
+    json_t *inputs = json_pack(
+        "{sssIsIsIsIsIsIsisisisisisssssisssssssssbssssss}", "model", p->spec.name,
+        "embed_p", (json_int_t)p->embed_p, "other_p", (json_int_t)p->other_p, "chunk_elems",
+        (json_int_t)x->pt.mem.llmem.chunk_elems, "layers", (json_int_t)p->spec.layers, "hidden",
+        (json_int_t)p->spec.hidden, "vocab", (json_int_t)p->spec.vocab, "micro_batch", c->micro_batch,
+        "seq_len", c->seq_len, "gpus", c->gpus, "tp", c->tp, "dp", c->dp, "method", method_name(c->method),
+        "precision", precision_name(c->precision), "lora_r", c->lora_r, "lora_targets", x->targets,
+        "finetune", finetune_name(c->finetune), "quant", quant_name(c->quant), "optimizer",
+        optimizer_name(c->optimizer), "grad_ckpt", c->grad_ckpt, "stack", stack_name(c->stack),
+        "data", data_shape_name(c->data), "alloc_conf", alloc_conf_name(c->alloc));
+    if (x->moe) { /* MoE only, so dense outputs keep their bytes */
+        json_object_set_new(inputs, "ep", json_integer(train_ep(c)));
+        json_object_set_new(inputs, "experts", json_integer(p->spec.experts));
+        json_object_set_new(inputs, "experts_per_tok", json_integer(p->spec.experts_per_tok));
+        json_object_set_new(inputs, "active_params", json_integer((json_int_t)x->active_params));
+    }
+    if (c->method == METHOD_PP) {
+        json_object_set_new(inputs, "pp", json_integer(train_pp(c)));
+        json_object_set_new(inputs, "pp_microbatches", json_integer(train_microbatches(c)));
+    }
+    if (c->method == METHOD_OFFLOAD)
+        json_object_set_new(inputs, "offload", json_string(offload_name(c->offload)));
+    if (c->ckpt_selective) /* grad_ckpt stays a boolean (full checkpointing) */
+        json_object_set_new(inputs, "grad_ckpt_mode", json_string(ckpt_mode_name(c)));
+    return inputs;
+}
+
+static json_t *speed_json(const struct sweep_point *pt)
+{
+    json_t *speed = json_pack("{sfsfsfsfsfsf}", "step_time_s", pt->speed.step_time_s, "compute_s",
+                              pt->speed.compute_s, "memory_s", pt->speed.memory_s, "comm_s", pt->speed.comm_s,
+                              "samples_per_s", pt->speed.samples_per_s, "tokens_per_s", pt->speed.tokens_per_s);
+    if (pt->cfg.method == METHOD_PP)
+        json_object_set_new(speed, "bubble_s", json_real(pt->speed.bubble_s));
+    return speed;
+}
+
+int explain_write_json(const struct explanation *x, FILE *f)
+{
+    const struct sweep_point *pt = &x->pt;
+    const struct mem_estimate *e = &pt->mem;
+    json_t *root = json_pack(
+        "{sIsIsIsIsssosososssbsIsbss}", "peak_bytes", (json_int_t)pt->peak, "allocated_bytes",
+        (json_int_t)e->allocated, "reserved_bytes", (json_int_t)e->reserved, "device_bytes",
+        (json_int_t)e->device, "peak_phase", mem_phase_name(e->peak_phase), "terms", terms_json(&e->llmem),
+        "inputs", inputs_json(x), "phases", phases_json(e), "gpu", x->gpu, "paper", x->par.paper,
+        "budget_bytes", (json_int_t)x->budget, "fits", pt->fits, "rule", x->rule);
+    json_object_set_new(root, "speed", speed_json(pt));
+    if (pt->cfg.method == METHOD_OFFLOAD)
+        json_object_set_new(root, "host_bytes", json_integer((json_int_t)e->host));
+    json_object_set_new(root, "band", band_json(x));
+    if (!pt->fits)
+        json_object_set_new(root, "suggestions", changes_json(x));
+    int rc = root ? json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
+    json_decref(root);
+    fputc('\n', f);
+    return rc;
+}
