@@ -151,11 +151,35 @@ static void text_verdict(const struct explanation *x, FILE *f)
         fputc('\n', f);
 }
 
+/* --detail: each term of the peak phase, then the tensors it is the sum of. */
+static void text_detail(const struct explanation *x, FILE *f)
+{
+    const struct mem_detail *d = &x->detail;
+    const struct mem_estimate *e = &x->pt.mem;
+    fprintf(f, "\ntensors at %s (MiB on this GPU; shape with the dimensions resolved; count: per layer x "
+            "layers)\n", mem_phase_name(d->phase));
+    for (int k = 0; k < TERM_COUNT; k++) {
+        if (!e->phase[d->phase][k])
+            continue;
+        fprintf(f, "%-12s %12.3f\n", mem_term_name((enum mem_term)k), mib(e->phase[d->phase][k]));
+        for (size_t i = 0; i < d->n; i++) {
+            const struct mem_detail_row *r = &d->rows[i];
+            if (r->term == (enum mem_term)k)
+                fprintf(f, "  %-46s %-22s %-6s %-16s %12.3f  %s\n", r->name, r->shape, r->dtype, r->count,
+                        mib(r->bytes), r->source);
+        }
+    }
+    if (d->truncated)
+        fprintf(f, "  (more than %d rows: the rest left out)\n", MEMDETAIL_MAX);
+}
+
 int explain_write_text(const struct explanation *x, FILE *f)
 {
     text_config(x, f);
     text_llmem(x, f);
     text_phases(&x->pt.mem, f);
+    if (x->par.detail)
+        text_detail(x, f);
     text_verdict(x, f);
     if (!x->pt.fits)
         text_changes(x, f);
@@ -226,6 +250,28 @@ static json_t *speed_json(const struct sweep_point *pt)
     return speed;
 }
 
+static json_t *detail_json(const struct explanation *x)
+{
+    const struct mem_detail *d = &x->detail;
+    const struct mem_estimate *e = &x->pt.mem;
+    json_t *terms = json_array();
+    for (int k = 0; k < TERM_COUNT; k++) {
+        if (!e->phase[d->phase][k])
+            continue;
+        json_t *rows = json_array();
+        for (size_t i = 0; i < d->n; i++) {
+            const struct mem_detail_row *r = &d->rows[i];
+            if (r->term == (enum mem_term)k)
+                json_array_append_new(rows, json_pack("{sssssssssIss}", "name", r->name, "shape", r->shape,
+                                                      "dtype", r->dtype, "count", r->count, "bytes",
+                                                      (json_int_t)r->bytes, "source", r->source));
+        }
+        json_array_append_new(terms, json_pack("{sssIso}", "term", mem_term_name((enum mem_term)k), "bytes",
+                                               (json_int_t)e->phase[d->phase][k], "tensors", rows));
+    }
+    return json_pack("{sssosb}", "phase", mem_phase_name(d->phase), "terms", terms, "truncated", d->truncated);
+}
+
 int explain_write_json(const struct explanation *x, FILE *f)
 {
     const struct sweep_point *pt = &x->pt;
@@ -242,6 +288,8 @@ int explain_write_json(const struct explanation *x, FILE *f)
     json_object_set_new(root, "band", band_json(x));
     if (!pt->fits)
         json_object_set_new(root, "suggestions", changes_json(x));
+    if (x->par.detail)
+        json_object_set_new(root, "detail", detail_json(x));
     int rc = root ? json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
     json_decref(root);
     fputc('\n', f);

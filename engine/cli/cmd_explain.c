@@ -83,7 +83,8 @@ int cmd_explain(int argc, char **argv)
         return EXIT_USAGE;
     }
     static struct explanation x;
-    const struct explain_params par = {.paper = j.opt.paper, .margin_pct = j.opt.margin_pct};
+    const struct explain_params par = {.paper = j.opt.paper, .detail = j.opt.detail,
+                                       .margin_pct = j.opt.margin_pct};
     explanation_build(&x, &j.sweep, 0, &c, &par);
     if (o.format == FORMAT_JSON) {
         if (explain_write_json(&x, stdout) != 0 && !ferror(stdout)) { /* a write error: main() says so */

@@ -306,6 +306,7 @@ static const struct opt_row table[] = {
     STR("--data", CMD_VALIDATE, V(data)), /* the older spelling of --catalog */
     STR("--data", CMD_FIT, F(data)),
     STR("--data", CMD_CATALOG, 0),
+    FLAG("--detail", CMD_EXPLAIN, O(detail)),
     NUM("--device", CMD_PROBE, T_INT, 0, 0, INT_MAX, "(a device index: 0, 1, ...)"),
     INTS("--ep", axes.ep, 1, 4096),
     NUM("--fail-above", CMD_VALIDATE, T_REAL, V(fail_above), 0, DBL_MAX, "(a percentage)"),
@@ -716,6 +717,8 @@ void options_usage(enum options_mode mode)
               "  --pp N             pipeline stages for pp (default 2)\n"
               "  --micro-batch N    per-GPU micro-batch (default 1; --batch also works)\n"
               "  --seq N            sequence length (default 512)\n"
+              "  --detail           every tensor behind each term: shape, dtype, count, bytes\n"
+              "                     and where its size comes from\n"
               "  --format F         text (default) or json\n", stdout);
     } else {
         fputs("usage: llmem-sweep [options] [--out FILE]...\n"

@@ -30,6 +30,7 @@ struct options {
     uint64_t base;            /* m_base override; 0 = the GPU's context size */
     bool base_set;
     bool paper;
+    bool detail;              /* explain --detail: the tensors behind each term */
     enum rank_mode rank;
     const char *rules;
     const char *data_dir;     /* --catalog DIR (or --data DIR, the older spelling) */

@@ -58,7 +58,7 @@ static bool mixed(const struct train_config *c)
 
 /* Bytes per element of what is trained: fp32 master weights under mixed precision (AMP
  * keeps the parameters fp32) and for PEFT adapters upcast by autocast_adapter_dtype. */
-static uint64_t trained_bytes(const struct train_config *c)
+uint64_t memmodel_trained_bytes(const struct train_config *c)
 {
     if (c->precision != PREC_BF16_PURE)
         return 4;
@@ -84,18 +84,34 @@ static uint64_t state_bytes(const struct train_config *c, uint64_t wt)
  * lm_head, norms, biases) in the compute dtype. NF4 stores 4 bits plus one fp32 absmax
  * per 64 weights; double quantization makes that absmax 8-bit plus one fp32 per 256
  * blocks (bitsandbytes functional.quantize_4bit). LLM.int8 keeps one fp32 scale per row. */
+double memmodel_frozen_elem_bytes(const struct train_config *c, bool quantized)
+{
+    if (quantized) {
+        switch (c->quant) {
+        case QUANT_INT8:
+            return 1.0;
+        case QUANT_NF4:
+            return 0.5 + 4.0 / 64.0;
+        case QUANT_NF4_DQ:
+            return 0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0);
+        default:
+            break;
+        }
+    }
+    return (c->precision == PREC_FP32 || (mixed(c) && (c->features & FEAT_FP32_BASE))) ? 4.0 : 2.0;
+}
+
 static double frozen_bytes(const struct model_plan *p, const struct train_config *c,
                            double frozen_params, double quant_w, double tpdiv)
 {
-    double bd = (c->precision == PREC_FP32 || (mixed(c) && (c->features & FEAT_FP32_BASE))) ? 4.0 : 2.0;
-    double rest = frozen_params - quant_w;
+    const double bd = memmodel_frozen_elem_bytes(c, false), q = memmodel_frozen_elem_bytes(c, true);
+    const double rest = frozen_params - quant_w;
     switch (c->quant) {
     case QUANT_INT8:
-        return quant_w + 4.0 * (double)p->block_rows / tpdiv + rest * bd;
+        return quant_w * q + 4.0 * (double)p->block_rows / tpdiv + rest * bd;
     case QUANT_NF4:
-        return quant_w * (0.5 + 4.0 / 64.0) + rest * bd;
     case QUANT_NF4_DQ:
-        return quant_w * (0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0)) + rest * bd;
+        return quant_w * q + rest * bd;
     default:
         return frozen_params * bd;
     }
@@ -114,7 +130,7 @@ static void zero3_gather(const struct model_plan *p, const struct train_config *
                          struct resident *r, double layer, double root)
 {
     const uint64_t gb = c->precision == PREC_FP32 ? 4 : 2;
-    const double wt = (double)trained_bytes(c);
+    const double wt = (double)memmodel_trained_bytes(c);
     if (!(c->features & FEAT_FSDP)) {
         double all = (double)p->params / (double)c->tp;
         r->gather_fwd = r->gather_bwd = (uint64_t)(all * (double)gb * (1.0 - 1.0 / (double)c->dp));
@@ -188,18 +204,26 @@ static void master_in_optimizer(const struct model_plan *p, const struct train_c
     }
 }
 
+/* How a method shards the resident terms: ZeRO-3 (parameters, gradients and states over
+ * dp) and whether the fp32 master copy lives in the optimizer (ds: DeepSpeed ZeRO-1/2 and
+ * offload, Megatron's distributed optimizer). torchtitan's pipelines shard each stage with
+ * FSDP2 (ZeRO-3 over dp: torchtitan models/llama3/infra/parallelize.py applies fully_shard
+ * to every stage's blocks), Megatron's keep bf16 parameters and shard only the optimizer. */
+static void shard_kind(const struct train_config *c, bool *zero3, bool *ds)
+{
+    const bool fsdp_stages = c->method == METHOD_PP && c->stack == STACK_TORCHTITAN;
+    *zero3 = c->method == METHOD_ADP || c->method == METHOD_DPTP || c->method == METHOD_OFFLOAD ||
+             fsdp_stages;
+    *ds = train_master_in_optimizer(c) && !fsdp_stages;
+}
+
 static void resident_terms(const struct model_plan *p, const struct train_config *c,
                            struct resident *r)
 {
-    /* torchtitan's pipelines shard each stage with FSDP2 (ZeRO-3 over dp: torchtitan
-     * models/llama3/infra/parallelize.py applies fully_shard to every stage's blocks),
-     * Megatron's keep bf16 parameters and shard only the optimizer */
-    const bool fsdp_stages = c->method == METHOD_PP && c->stack == STACK_TORCHTITAN;
-    const bool zero3 = c->method == METHOD_ADP || c->method == METHOD_DPTP ||
-                       c->method == METHOD_OFFLOAD || fsdp_stages;
-    const bool ds = train_master_in_optimizer(c) && !fsdp_stages;
+    bool zero3, ds;
+    shard_kind(c, &zero3, &ds);
     const double tpdiv = (double)c->tp, dpdiv = zero3 && !ds ? (double)c->dp : 1.0;
-    const uint64_t wt = trained_bytes(c), gb = c->precision == PREC_FP32 ? 4 : 2;
+    const uint64_t wt = memmodel_trained_bytes(c), gb = c->precision == PREC_FP32 ? 4 : 2;
     int64_t extra_head = (p->spec.tied && (c->features & FEAT_UNTIED_HEAD))
                              ? p->spec.vocab * (p->spec.emb_dim ? p->spec.emb_dim : p->spec.hidden)
                              : 0;
@@ -417,7 +441,7 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
         r.w += r.w * (uint64_t)c->dp; /* the whole model beside its shard */
     const uint64_t amp_fwd = c->grad_ckpt ? r.amp_one : r.amp_all;
     const uint64_t gbytes = train_master_in_optimizer(c) ? (c->precision == PREC_FP32 ? 4 : 2)
-                                                         : trained_bytes(c);
+                                                         : memmodel_trained_bytes(c);
     uint64_t head_grad = c->finetune == FT_FULL
         ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * gbytes : 0;
     /* accumulating micro-batches keeps the summed gradients through the next forward */
@@ -432,6 +456,23 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     set_phase(mp, PHASE_OPTIMIZER, r.w, r.g, r.o + r.tmp, 0, r.bucket);
     if (c->features & FEAT_EVAL_LOGITS)
         set_phase(mp, PHASE_EVAL, r.w, 0, r.o, r.dequant + r.dequant_head, r.gather_fwd + r.bucket);
+}
+
+void memmodel_resident(const struct model_plan *p, const struct train_config *c, enum mem_stage stage,
+                       struct mem_resident *out)
+{
+    struct resident all, r;
+    resident_terms(p, c, &all);
+    r = all;
+    if (c->method == METHOD_PP && stage != MEM_STAGE_ALL)
+        pp_stage(p, c, &all, stage == MEM_STAGE_LAST, &r);
+    *out = (struct mem_resident){
+        .trained = r.trained, .frozen = r.frozen, .w = r.w, .g = r.g, .o = r.o, .tmp = r.tmp,
+        .amp_all = r.amp_all, .amp_one = r.amp_one, .dequant = r.dequant,
+        .dequant_head = r.dequant_head, .gather_fwd = r.gather_fwd, .gather_bwd = r.gather_bwd,
+        .bucket = r.bucket, .paged = r.paged, .host = r.host,
+    };
+    shard_kind(c, &out->zero3, &out->ds);
 }
 
 /* Copies of the block Linears' inputs kept per token, in units of those inputs.
@@ -609,8 +650,7 @@ static void kept_outputs(const struct model_plan *p, const struct train_config *
                        (uint64_t)c->tp;
 }
 
-static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
-                              struct mem_prepared *mp)
+void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, struct mem_act_tok *a)
 {
     const struct model_spec *m = &p->spec;
     const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
@@ -647,8 +687,19 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     uint64_t lora = c->finetune != FT_FULL ? lora_tok(p, c, ea) : 0;
     uint64_t norms = (uint64_t)(m->norms_per_layer > 2 ? 2 : m->norms_per_layer) * norm +
                      (uint64_t)(m->norms_per_layer > 2 ? m->norms_per_layer - 2 : 0) * 4 * h;
-    mp->layer_tok = norms + lin_in + attn + mlp + lora;
-    mp->layer_tok_s = attn_s;
+    *a = (struct mem_act_tok){.ea = ea, .er = er, .norm = norm, .norms = norms, .lin_in = lin_in,
+                              .attn = attn, .attn_s = attn_s, .mlp = mlp, .lora = lora};
+}
+
+static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
+                              struct mem_prepared *mp)
+{
+    struct mem_act_tok a;
+    memmodel_act_tok(p, c, &a);
+    const uint64_t ea = a.ea, er = a.er, h = (uint64_t)p->spec.hidden, i = (uint64_t)p->inter_active;
+    const uint64_t tp = (uint64_t)c->tp, sp = seq_parallel(c), norm = a.norm;
+    mp->layer_tok = a.norms + a.lin_in + a.attn + a.mlp + a.lora;
+    mp->layer_tok_s = a.attn_s;
     mp->ckpt_tok = c->ckpt_selective ? sac_tok(p, c, ea, er) : er * h / sp;
     /* final norm and the lm_head input (gathered: ColwiseParallel(input_layouts=Shard(1))) */
     mp->tail_tok = norm + ea * h;

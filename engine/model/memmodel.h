@@ -109,6 +109,37 @@ struct mem_estimate {
     uint64_t host;                           /* host memory this GPU's share needs (offload) */
 };
 
+/* The batch-independent bytes of one GPU by kind, before the phases sum them (explain
+ * --detail; the sweep never calls it). A pipeline's stages differ: MEM_STAGE_FIRST and
+ * MEM_STAGE_LAST give a stage's share (other methods ignore the stage). */
+struct mem_resident {
+    double trained, frozen;   /* parameters per GPU */
+    uint64_t w, g, o, tmp;    /* weights, gradients, optimizer states, step temporaries */
+    uint64_t amp_all, amp_one;/* autocast 16-bit weight copies: all blocks, one block */
+    uint64_t dequant, dequant_head; /* a dequantized block Linear, the dequantized lm_head */
+    uint64_t gather_fwd, gather_bwd, bucket; /* gathered units, gradient buckets */
+    uint64_t paged, host;     /* managed-memory optimizer states; host memory (offload) */
+    bool zero3;               /* parameters, gradients and states sharded over dp */
+    bool ds;                  /* the fp32 master copy lives in the optimizer */
+};
+/* Bytes per element of what is trained (fp32 master weights under mixed precision, fp32
+ * PEFT adapters), and of a frozen weight: quantized (a block Linear of a QLoRA base: NF4's
+ * 4 bits and absmax, int8 without its row scales) or in the frozen dtype. */
+uint64_t memmodel_trained_bytes(const struct train_config *c);
+double memmodel_frozen_elem_bytes(const struct train_config *c, bool quantized);
+enum mem_stage { MEM_STAGE_ALL, MEM_STAGE_FIRST, MEM_STAGE_LAST };
+void memmodel_resident(const struct model_plan *p, const struct train_config *c, enum mem_stage stage,
+                       struct mem_resident *out);
+
+/* What one block saves for backward per token, by kind, without checkpointing (the sum is
+ * mem_prepared.layer_tok; attn_s is per token and unit of sequence). */
+struct mem_act_tok {
+    uint64_t ea, er;          /* bytes of the compute dtype and of the residual stream */
+    uint64_t norm;            /* one norm's saved tensors */
+    uint64_t norms, lin_in, attn, attn_s, mlp, lora;
+};
+void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, struct mem_act_tok *a);
+
 /* Whether a prediction uses the LLMem equations (--paper, or the colossal stack): then the
  * plan's chunk size must have been searched (plan_chunk) before memmodel_prepare. */
 bool memmodel_uses_llmem(enum stack stack, const struct mem_options *opt);

@@ -51,6 +51,8 @@ int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
     x->active_params = plan_active_params(p);
     if (!par->paper && pt->cfg.stack != STACK_COLOSSAL)
         loss_cost_of(x, &pt->cfg);
+    if (par->detail)
+        memdetail_build(p, &pt->cfg, &s->mem, &pt->mem, pt->mem.peak_phase, &x->detail);
     if (!pt->fits)
         x->nchanges = answer_suggest(s, model, &pt->cfg, x->changes, ANSWER_SUGGEST_MAX);
     return 0;

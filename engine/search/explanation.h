@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "answer.h"
+#include "memdetail.h"
 #include "sweep.h"
 
 /* What explain asks beside the configuration (the CLI fills it from its options). */
@@ -40,6 +41,7 @@ struct explanation {
     double loss_allocated, loss_reserved, loss_needed; /* bytes per token and vocab entry */
     int nchanges;                   /* what to change when it does not fit */
     struct answer_change changes[ANSWER_SUGGEST_MAX];
+    struct mem_detail detail;       /* the tensors behind each term; filled with par.detail */
 };
 
 /* Explains configuration c of model `model` of s (the configuration already checked with
