@@ -156,8 +156,8 @@ static void text_detail(const struct explanation *x, FILE *f)
 {
     const struct mem_detail *d = &x->detail;
     const struct mem_estimate *e = &x->pt.mem;
-    fprintf(f, "\ntensors at %s (MiB on this GPU; shape with the dimensions resolved; count: per layer x "
-            "layers)\n", mem_phase_name(d->phase));
+    fprintf(f, "\ntensors at %s (MiB on this GPU, after its TP, DP and EP shares; shape with the "
+            "dimensions resolved; count: per layer x layers)\n", mem_phase_name(d->phase));
     for (int k = 0; k < TERM_COUNT; k++) {
         if (!e->phase[d->phase][k])
             continue;

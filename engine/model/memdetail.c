@@ -630,7 +630,7 @@ static void llmem_rows(struct build *b, const struct mem_estimate *e)
 {
     const uint64_t *ph = e->phase[PHASE_LOSS];
     row_bytes(b, TERM_BASE, "m_base: context and workspaces", "-", ph[TERM_BASE], SRC_LLMEM "4.1, m_base");
-    row_bytes(b, TERM_PARAMS, "m_p: 16-bit and fp32 parameters and gradients (chunks)", "mixed",
+    row_bytes(b, TERM_PARAMS, "m_p: parameters and gradients (chunks)", "mixed",
               ph[TERM_PARAMS], SRC_LLMEM "4.2 and 5, m_p (m_p16 + m_p32 shares)");
     row_bytes(b, TERM_OPTIMIZER, "m_os: Adam states", "fp32", ph[TERM_OPTIMIZER], SRC_LLMEM "4.3 and 5, m_os");
     row_bytes(b, TERM_ACTIVATIONS, "m_out: block outputs (checkpoints)", "fp16", ph[TERM_ACTIVATIONS],

@@ -76,4 +76,37 @@ grep -q -- ': -[0-9]' "$TMP/out" && fail "a negative number in explain's JSON: $
 expect_exit 0 "$BIN" explain --model meta-llama/Llama-3.1-405B --micro-batch 65536 --seq 1048576 \
   --method tp --gpus 8 --paper --format json
 grep -q -- ': -[0-9]' "$TMP/out" && fail "a negative number in --paper JSON: $(grep -- ': -' "$TMP/out" | head -3)"
+# --detail: the tensors behind each term (text and JSON goldens); in the JSON each term's
+# tensors add up to the term, which is the peak phase's value in "phases"
+"$BIN" explain --model meta-llama/Llama-3.1-8B --finetune qlora --micro-batch 4 --seq 2048 \
+  --gpu A10G-24GB --detail > "$TMP/detail.txt"
+golden "$TMP/detail.txt" explain-llama-3.1-8b-qlora-detail.txt
+"$BIN" explain --model mistralai/Mixtral-8x7B-v0.1 --method adp --gpus 8 --finetune lora \
+  --micro-batch 2 --seq 2048 --gpu H100-SXM-80GB --detail --format json > "$TMP/detail.json"
+golden "$TMP/detail.json" explain-mixtral-adp-lora-detail.json
+"$BIN" explain --model facebook/opt-1.3b --paper --gpu V100-SXM2-16GB --base 1GiB --method adp \
+  --gpus 4 --micro-batch 8 --seq 512 --detail > "$TMP/paper-detail.txt"
+golden "$TMP/paper-detail.txt" explain-opt-1.3b-paper-detail.txt
+for args in "--method zero2 --gpus 8 --finetune full" "--method tp --gpus 4 --finetune full" "--method pp --gpus 8 --pp 4 --tp 2" \
+            "--method offload --gpus 4 --finetune full" "--finetune lora --stack litgpt --grad-ckpt off"; do
+  # shellcheck disable=SC2086
+  "$BIN" explain --model meta-llama/Llama-3.1-8B $args --micro-batch 2 --seq 4096 --detail --format json \
+    > "$TMP/d.json" || fail "explain --detail $args"
+  python3 - "$TMP/d.json" <<'PY' || fail "explain --detail $args: the tensors do not add up to the terms"
+import json, sys
+j = json.load(open(sys.argv[1])); d = j["detail"]
+peak = [p for p in j["phases"] if p["phase"] == d["phase"]][0]
+ok = d["phase"] == j["peak_phase"] and not d["truncated"] and len(d["terms"]) > 0
+for t in d["terms"]:
+    ok &= t["bytes"] == peak[t["term"]] == sum(r["bytes"] for r in t["tensors"])
+    ok &= all(r["name"] and r["source"] and r["bytes"] > 0 for r in t["tensors"])
+sys.exit(0 if ok else 1)
+PY
+done
+grep -q '"detail"' "$TMP/qlora.json" && fail "explain JSON has a detail without --detail"
+# the paper's terms only with --paper (issue 15): text and JSON without it name no m_p16
+grep -q "m_p16" "$TMP/detail.txt" && fail "explain text shows the LLMem terms without --paper"
+grep -q "LLMem terms" "$TMP/paper.txt" || fail "explain --paper text lacks the LLMem terms"
+expect_exit 2 "$BIN" --detail --model gpt2
+expect_err "--detail is explain's"
 finish
