@@ -108,5 +108,5 @@ grep -q '"detail"' "$TMP/qlora.json" && fail "explain JSON has a detail without 
 grep -q "m_p16" "$TMP/detail.txt" && fail "explain text shows the LLMem terms without --paper"
 grep -q "LLMem terms" "$TMP/paper.txt" || fail "explain --paper text lacks the LLMem terms"
 expect_exit 2 "$BIN" --detail --model gpt2
-expect_err "--detail is explain's"
+expect_err "takes no --detail"
 finish
