@@ -40,6 +40,18 @@ static struct train_config tiny_config(void)
     return c;
 }
 
+/* The detail of QLoRA r4 on the tiny model (tiny_config) at phase ph. */
+static void tiny_detail(enum mem_phase ph, struct mem_estimate *e, struct mem_detail *d)
+{
+    struct model_plan p;
+    assert_int_equal(tiny_model_plan(&p), 0);
+    struct train_config c = tiny_config();
+    struct mem_options o = {.base_bytes = 1 << 20};
+    memmodel_predict(&p, &c, &o, e);
+    memdetail_build(&p, &c, &o, e, ph, d);
+    plan_free(&p);
+}
+
 /* QLoRA r4 on the tiny model at its optimizer step (hand-worked):
  *   q weight 64 x 64 in NF4: 4096 x (0.5 + 4/64) = 2304 bytes a layer, 4608 for two;
  *   lora on q: r x (in + out) = 4 x 128 = 512 fp32 elements a layer: 4096 bytes for two,
@@ -47,14 +59,9 @@ static struct train_config tiny_config(void)
 static void test_tiny_qlora_rows(void **state)
 {
     (void)state;
-    struct model_plan p;
-    assert_int_equal(tiny_model_plan(&p), 0);
-    struct train_config c = tiny_config();
-    struct mem_options o = {.base_bytes = 1 << 20};
     struct mem_estimate e;
     static struct mem_detail d;
-    memmodel_predict(&p, &c, &o, &e);
-    memdetail_build(&p, &c, &o, &e, PHASE_OPTIMIZER, &d);
+    tiny_detail(PHASE_OPTIMIZER, &e, &d);
     const struct mem_detail_row *q = find_row(&d, TERM_PARAMS, "q weight");
     assert_non_null(q);
     assert_int_equal(q->bytes, 4608);
@@ -73,7 +80,6 @@ static void test_tiny_qlora_rows(void **state)
     assert_int_equal(a->bytes, 4096);
     /* the base term: the context and two cuBLAS workspaces (none given here) */
     assert_int_equal(memdetail_term_sum(&d, TERM_BASE), e.phase[PHASE_OPTIMIZER][TERM_BASE]);
-    plan_free(&p);
 }
 
 /* Checkpointed activations at the forward's end: every block keeps its 16-bit input,
@@ -81,20 +87,14 @@ static void test_tiny_qlora_rows(void **state)
 static void test_tiny_checkpoint_rows(void **state)
 {
     (void)state;
-    struct model_plan p;
-    assert_int_equal(tiny_model_plan(&p), 0);
-    struct train_config c = tiny_config();
-    struct mem_options o = {.base_bytes = 1 << 20};
     struct mem_estimate e;
     static struct mem_detail d;
-    memmodel_predict(&p, &c, &o, &e);
-    memdetail_build(&p, &c, &o, &e, PHASE_FORWARD, &d);
+    tiny_detail(PHASE_FORWARD, &e, &d);
     const struct mem_detail_row *r = find_row(&d, TERM_ACTIVATIONS, "block inputs (checkpoints)");
     assert_non_null(r);
     assert_int_equal(r->bytes, 2 * 2048);
     assert_string_equal(r->shape, "2 x 8 x 64");
     assert_string_equal(r->count, "2 blocks");
-    plan_free(&p);
 }
 
 /* --- every kind of configuration on catalog models ----------------------------------- */

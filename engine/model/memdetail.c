@@ -316,8 +316,8 @@ struct ctx {
     struct trained t[GROUPS_MAX + 1];
     size_t nt;
     double trained_elems;
+    struct mem_act_tok act;     /* what one block saves per token, by kind */
     enum mem_phase ph;
-    bool consistent;
 };
 
 static bool quantized(const struct ctx *x, const struct tensor *t)
@@ -535,8 +535,7 @@ static void tok_row(struct build *b, const struct ctx *x, enum mem_term term, co
 /* One block's saved activations by kind (memmodel.h mem_act_tok), `blocks` times. */
 static void block_rows(struct build *b, const struct ctx *x, uint64_t blocks, const char *what)
 {
-    struct mem_act_tok a;
-    memmodel_act_tok(x->p, x->c, &a);
+    const struct mem_act_tok a = x->act;
     char name[64];
     const struct { const char *name; uint64_t tok; const char *src; } kinds[] = {
         {"norms", a.norms, SRC_NORM},
@@ -550,14 +549,6 @@ static void block_rows(struct build *b, const struct ctx *x, uint64_t blocks, co
         snprintf(name, sizeof name, "%s: %s", what, kinds[k].name);
         tok_row(b, x, TERM_ACTIVATIONS, name, kinds[k].tok, blocks, 0, 0, kinds[k].src);
     }
-}
-
-/* Bytes of the residual stream, whose copy a checkpoint keeps. */
-static uint64_t a_er(const struct ctx *x)
-{
-    struct mem_act_tok a;
-    memmodel_act_tok(x->p, x->c, &a);
-    return a.er;
 }
 
 /* The batch-dependent activations of the phase (memmodel_eval's act[]). */
@@ -584,7 +575,7 @@ static void activation_rows(struct build *b, const struct ctx *x)
         block_rows(b, x, held, "saved");
     else
         tok_row(b, x, TERM_ACTIVATIONS, x->c->ckpt_selective ? "selective checkpoints" : "block inputs (checkpoints)",
-                mp->ckpt_tok, held, (uint64_t)x->p->spec.hidden, a_er(x), x->c->ckpt_selective ? SRC_SAC : SRC_CKPT);
+                mp->ckpt_tok, held, (uint64_t)x->p->spec.hidden, x->act.er, x->c->ckpt_selective ? SRC_SAC : SRC_CKPT);
     if ((ph == PHASE_FORWARD && mp->tail_fwd) || ph == PHASE_LOSS)
         tok_row(b, x, TERM_ACTIVATIONS, "final norm + lm_head input", mp->tail_tok, 1, 0, 0, SRC_TAIL);
     if (ph == PHASE_BWD_LAST || ph == PHASE_BWD_FIRST) {
@@ -657,7 +648,7 @@ static enum mem_stage stage_of(const struct ctx *x)
 void memdetail_build(const struct model_plan *p, const struct train_config *c, const struct mem_options *opt,
                      const struct mem_estimate *e, enum mem_phase phase, struct mem_detail *d)
 {
-    static struct ctx x; /* explain only: one at a time */
+    struct ctx x;
     struct build b = {.d = d};
     memset(d, 0, sizeof *d);
     d->phase = phase;
@@ -672,6 +663,7 @@ void memdetail_build(const struct model_plan *p, const struct train_config *c, c
     x.opt = opt;
     x.ph = phase;
     memmodel_prepare(p, c, opt, &x.mp);
+    memmodel_act_tok(p, c, &x.act);
     memmodel_resident(p, c, MEM_STAGE_ALL, &x.all);
     memmodel_resident(p, c, stage_of(&x), &x.r);
     x.ng = groups_build(p, x.g);
