@@ -221,7 +221,7 @@ static void group_label(const struct group *g, char *name, size_t nn, char *shap
 /* --- the trained tensors: the weight groups (full), or the adapters (LoRA) ---------------- */
 
 struct trained {
-    char name[64], shape[64], count[48];
+    char name[40], shape[64], count[48];
     double elems; /* on one GPU */
 };
 
