@@ -139,24 +139,41 @@ static const struct lp_event litgpt_full_path[] = {
     A(0, SZ_COMPUTE), A(1, SZ_COMPUTE), A(2, SZ_COMPUTE), F(2), F(1), F(0),
 };
 
-#define PATH(name, ev) {name, ev, sizeof ev / sizeof ev[0]}
+#define PATH(name, ev, src) {name, ev, sizeof ev / sizeof ev[0], src}
 static const struct {
     const char *name;
     const struct lp_event *ev;
     size_t n;
+    const char *source; /* the code each path follows, as the comments above cite it */
 } paths[LOSS_COUNT] = {
-    [LOSS_HF] = PATH("hf", hf_path),
-    [LOSS_HF_446] = PATH("hf-4.46", hf446_path),
-    [LOSS_HF_431] = PATH("hf-4.31", hf431_path),
-    [LOSS_QWEN1] = PATH("qwen-v1", qwen1_path),
-    [LOSS_KEPT] = PATH("logits-kept", kept_path),
-    [LOSS_CHUNKED_UPCAST] = PATH("chunked-upcast", chunked_upcast_path),
-    [LOSS_CHUNKED_COMPILED] = PATH("chunked-compiled", chunked_compiled_path),
-    [LOSS_LITGPT_LORA] = PATH("litgpt-lora", litgpt_lora_path),
-    [LOSS_LITGPT_FULL] = PATH("litgpt-full", litgpt_full_path),
-    [LOSS_OUTPUTS_KEPT] = PATH("outputs-kept", outputs_kept_path),
-    [LOSS_COMPILED_CE] = PATH("compiled-ce", compiled_ce_path),
+    [LOSS_HF] = PATH("hf", hf_path, "transformers loss/loss_utils.py ForCausalLMLoss @9c66b221 (PR #35646); "
+                     "accelerate utils/operations.py convert_to_fp32 @16cb6eb8"),
+    [LOSS_HF_446] = PATH("hf-4.46", hf446_path, "transformers ForCausalLMLoss @f0eabf6c7 .. 66ab300aa "
+                         "(shifted contiguous copy); accelerate convert_to_fp32"),
+    [LOSS_HF_431] = PATH("hf-4.31", hf431_path, "transformers LlamaForCausalLM.forward logits.float() "
+                         "@e9ad51306 .. 26a9443da"),
+    [LOSS_QWEN1] = PATH("qwen-v1", qwen1_path, "Qwen modeling_qwen.py QWenLMHeadModel.forward :1088-1106 "
+                        "(ms-swift copy @cb89d919); accelerate convert_to_fp32"),
+    [LOSS_KEPT] = PATH("logits-kept", kept_path, "torchtune recipes @0217d44c: fp32 logits kept through "
+                       "loss.backward()"),
+    [LOSS_CHUNKED_UPCAST] = PATH("chunked-upcast", chunked_upcast_path,
+                                 "torchtune modules/loss/ce_chunked_output_loss.py CEWithChunkedOutputLoss"),
+    [LOSS_CHUNKED_COMPILED] = PATH("chunked-compiled", chunked_compiled_path,
+                                   "torchtune CEWithChunkedOutputLoss under torch.compile (one fp32 chunk)"),
+    [LOSS_LITGPT_LORA] = PATH("litgpt-lora", litgpt_lora_path,
+                              "litgpt chunked_cross_entropy: 128-token 16-bit chunks (LoRA recipes)"),
+    [LOSS_LITGPT_FULL] = PATH("litgpt-full", litgpt_full_path,
+                              "litgpt finetune/full.py full logits + chunked_cross_entropy's chunk copies"),
+    [LOSS_OUTPUTS_KEPT] = PATH("outputs-kept", outputs_kept_path, "PEFT method_comparison/MetaMathQA/run.py "
+                               "L213-215 @5fe7f8f8: `outputs` kept; the hf path otherwise"),
+    [LOSS_COMPILED_CE] = PATH("compiled-ce", compiled_ce_path, "torchtitan components/loss.py "
+                              "build_cross_entropy_loss under torch.compile @bbb1b616e"),
 };
+
+const char *losspath_source(enum loss_path lp)
+{
+    return (unsigned)lp < LOSS_COUNT ? paths[lp].source : "?";
+}
 
 const char *loss_path_name(enum loss_path lp)
 {

@@ -42,6 +42,8 @@ enum loss_path {
 };
 
 const char *loss_path_name(enum loss_path lp);
+/* The library code path lp follows (file and commit), for explain --detail. */
+const char *losspath_source(enum loss_path lp);
 
 /* The loss path a configuration's stack and features run; model_type (config.json) names
  * models whose own code computes the loss ("qwen": Qwen v1 remote code). */

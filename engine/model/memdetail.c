@@ -64,8 +64,6 @@
 #define SRC_RECOMPUTE "torch.utils.checkpoint: backward reruns one block's forward"
 #define SRC_BWD_WS "one block's backward: the output gradient and the MLP's input gradients"
 #define SRC_TAIL "final norm's saved input and the lm_head input"
-#define SRC_LOSS "engine/model/losspath.c: the loss path's N x V tensors, each event citing " \
-                 "the transformers / torchtune / litgpt code that allocates it"
 #define SRC_EVAL "litgpt: a validation pass keeps full 16-bit logits and their log_softmax"
 #define SRC_GATHER "torch FSDP: the root unit stays gathered (_post_forward_reshard), one block " \
                    "gathered, in backward + the prefetched block and a block's gradient; " \
@@ -408,7 +406,6 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
     const struct train_config *c = x->c;
     const struct mem_resident *r = &x->r;
     const enum mem_phase ph = x->ph;
-    const bool fwd_side = ph == PHASE_FORWARD || ph == PHASE_LOSS || ph == PHASE_EVAL;
     memset(f, 0, sizeof *f);
     f->opt = r->o;
     f->tmp = ph == PHASE_OPTIMIZER ? r->tmp : 0;
@@ -416,8 +413,10 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
     f->gather_bwd = ph == PHASE_BWD_LAST || ph == PHASE_BWD_FIRST;
     f->gather = ph == PHASE_OPTIMIZER ? 0 : f->gather_bwd ? r->gather_bwd : r->gather_fwd;
     if (c->method == METHOD_PP) {
+        /* FSDP stages (torchtitan) hold their unsharded accumulated gradients until the step */
         const bool fsdp = c->stack == STACK_TORCHTITAN;
-        f->grads = fwd_side && fsdp ? 0 : r->g;
+        f->grads = ph == PHASE_OPTIMIZER || !fsdp ? r->g : r->acc;
+        f->grads_whole = fsdp && ph != PHASE_OPTIMIZER;
         f->amp = ph == PHASE_BWD_FIRST ? 0 : ph == PHASE_OPTIMIZER ? 0 : r->amp_all;
         f->amp_one_block = ph == PHASE_BWD_FIRST ? r->amp_one : 0;
         f->dequant = ph == PHASE_FORWARD || ph == PHASE_BWD_FIRST || ph == PHASE_BWD_LAST ? r->dequant : 0;
@@ -593,9 +592,10 @@ static void logits_rows(struct build *b, const struct ctx *x)
     struct mem_detail_row *r = NULL;
     char name[64];
     if (x->ph == PHASE_LOSS) {
-        snprintf(name, sizeof name, "loss path %s: %.2f B per token and vocab entry",
-                 loss_path_name(losspath_select(c, x->p->spec.model_type)), x->mp.logits_tok);
-        r = row_bytes(b, TERM_LOGITS, name, "mixed", bytes_scale(entries, x->mp.logits_tok), SRC_LOSS);
+        const enum loss_path lp = losspath_select(c, x->p->spec.model_type);
+        snprintf(name, sizeof name, "loss path %s: %.2f B per token and vocab entry", loss_path_name(lp),
+                 x->mp.logits_tok);
+        r = row_bytes(b, TERM_LOGITS, name, "mixed", bytes_scale(entries, x->mp.logits_tok), losspath_source(lp));
     } else if (x->ph == PHASE_EVAL) {
         r = row_bytes(b, TERM_LOGITS, "validation logits + log_softmax", "bf16",
                       bytes_mul(entries, x->mp.eval_logits_tok), SRC_EVAL);

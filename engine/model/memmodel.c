@@ -470,7 +470,7 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
         .trained = r.trained, .frozen = r.frozen, .w = r.w, .g = r.g, .o = r.o, .tmp = r.tmp,
         .amp_all = r.amp_all, .amp_one = r.amp_one, .dequant = r.dequant,
         .dequant_head = r.dequant_head, .gather_fwd = r.gather_fwd, .gather_bwd = r.gather_bwd,
-        .bucket = r.bucket, .paged = r.paged, .host = r.host,
+        .bucket = r.bucket, .paged = r.paged, .host = r.host, .acc = r.acc,
     };
     shard_kind(c, &out->zero3, &out->ds);
 }

@@ -119,6 +119,7 @@ struct mem_resident {
     uint64_t dequant, dequant_head; /* a dequantized block Linear, the dequantized lm_head */
     uint64_t gather_fwd, gather_bwd, bucket; /* gathered units, gradient buckets */
     uint64_t paged, host;     /* managed-memory optimizer states; host memory (offload) */
+    uint64_t acc;             /* gradients accumulated unsharded over a pipelined step */
     bool zero3;               /* parameters, gradients and states sharded over dp */
     bool ds;                  /* the fp32 master copy lives in the optimizer */
 };
