@@ -78,6 +78,7 @@
 
 struct build {
     struct mem_detail *d;
+    const struct train_config *c;
     double real[MEMDETAIL_MAX]; /* a part's exact (fractional) bytes per row */
 };
 
@@ -216,6 +217,15 @@ static void group_label(const struct group *g, char *name, size_t nn, char *shap
         snprintf(count, nc, "%" PRId64, g->n);
 }
 
+/* A pipeline stage holds its share of each whole-model group (memmodel.c pp_stage scales
+ * the terms by the stage's share of the parameters): the count says so. */
+static void stage_note(const struct train_config *c, char *count, size_t n)
+{
+    const size_t len = strlen(count);
+    if (c->method == METHOD_PP && len < n)
+        snprintf(count + len, n - len, ", stage share");
+}
+
 /* --- the trained tensors: the weight groups (full), or the adapters (LoRA) ---------------- */
 
 struct trained {
@@ -296,6 +306,7 @@ static void trained_rows(struct build *b, enum mem_term term, const struct train
             return;
         snprintf(r->shape, sizeof r->shape, "%s", t[k].shape);
         snprintf(r->count, sizeof r->count, "%s", t[k].count);
+        stage_note(b->c, r->count, sizeof r->count);
         b->real[b->d->n - 1] = (double)total * (t[k].elems / all);
     }
     apportion(b, from, total);
@@ -353,6 +364,7 @@ static void weight_rows(struct build *b, const struct ctx *x)
             return;
         snprintf(row->shape, sizeof row->shape, "%s", shape);
         snprintf(row->count, sizeof row->count, "%s", count);
+        stage_note(c, row->count, sizeof row->count);
         b->real[b->d->n - 1] = group_elems(g, c, r) * per / div * share;
     }
     const struct model_spec *m = &x->p->spec;
@@ -384,6 +396,7 @@ static void weight_rows(struct build *b, const struct ctx *x)
                 return;
             snprintf(row->shape, sizeof row->shape, "%s", x->t[k].shape);
             snprintf(row->count, sizeof row->count, "%s", x->t[k].count);
+            stage_note(c, row->count, sizeof row->count);
             b->real[b->d->n - 1] = x->t[k].elems * (double)tb / div * share;
         }
     }
@@ -649,7 +662,7 @@ void memdetail_build(const struct model_plan *p, const struct train_config *c, c
                      const struct mem_estimate *e, enum mem_phase phase, struct mem_detail *d)
 {
     struct ctx x;
-    struct build b = {.d = d};
+    struct build b = {.d = d, .c = c};
     memset(d, 0, sizeof *d);
     d->phase = phase;
     if (memmodel_uses_llmem(c->stack, opt)) { /* one phase: the paper's lm_head stage */
