@@ -10,12 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "catalog.h"
+#include "fixtures.h"
 #include "memdetail.h"
 #include "plan.h"
 #include "tiny_model.h"
@@ -105,9 +105,8 @@ static long checked, phases_checked;
 static int load_catalog(void **state)
 {
     (void)state;
-    struct input_error err;
-    const char *dir = getenv("LLMEM_DATA");
-    return catalog_load(dir ? dir : "datasets", &cat, &err);
+    fixture_shipped_catalog(&cat);
+    return 0;
 }
 
 static int free_catalog(void **state)
