@@ -36,11 +36,12 @@ void html_grouped(double v, char *buf, size_t n)
 
 void html_layout_text(const struct train_config *c, char *buf, size_t n)
 {
+    char method[24];
+    report_method_text(c, method, sizeof method);
     if (c->method == METHOD_DPTP)
-        snprintf(buf, n, "%s, %d GPUs (tp %d \xC3\x97 dp %d)", method_name(c->method), c->gpus,
-                 c->tp, c->dp);
+        snprintf(buf, n, "%s, %d GPUs (tp %d \xC3\x97 dp %d)", method, c->gpus, c->tp, c->dp);
     else
-        snprintf(buf, n, "%s, %d GPU%s", method_name(c->method), c->gpus, c->gpus == 1 ? "" : "s");
+        snprintf(buf, n, "%s, %d GPU%s", method, c->gpus, c->gpus == 1 ? "" : "s");
 }
 
 /* "full", "lora r16 all", "lora r8 attn (int8 base)" */

@@ -122,7 +122,12 @@ static void write_cell(FILE *f, const struct report_row *w, int col)
     switch (col) {
     case COL_RANK: td_int(f, w->rank); break;
     case COL_MODEL: td_text(f, w->model); break;
-    case COL_METHOD: td_text(f, method_name(c->method)); break;
+    case COL_METHOD: {
+        char method[24];
+        report_method_text(c, method, sizeof method);
+        td_text(f, method);
+        break;
+    }
     case COL_GPUS: td_int(f, c->gpus); break;
     case COL_TP: td_int(f, c->tp); break;
     case COL_DP: td_int(f, c->dp); break;

@@ -95,3 +95,15 @@ int report_write(const struct report *r, enum out_format f, const char *path, st
     }
     return outfile_commit(&o, e);
 }
+
+/* The method as a layout names it: a pipeline with its stage count ("pp4"), expert
+ * parallelism with its degree ("adp ep8"), so that two rows that differ only there do not
+ * read as the same layout. */
+void report_method_text(const struct train_config *c, char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "%s", method_name(c->method));
+    if (k > 0 && (size_t)k < n && train_pp(c) > 1)
+        k += snprintf(buf + k, n - (size_t)k, "%d", train_pp(c));
+    if (k > 0 && (size_t)k < n && c->ep > 1)
+        snprintf(buf + k, n - (size_t)k, " ep%d", c->ep);
+}

@@ -33,6 +33,10 @@ enum out_format report_format_for(const char *path);
 int report_write(const struct report *r, enum out_format f, const char *path, struct input_error *e);
 
 /* The writers, each to an open stream; they return 0 or -1 on a write error. */
+/* The method as a layout names it: "adp", "pp4" (pipeline stages), "cdp ep8" (expert
+ * parallelism); the CSV and JSON keep method, pp and ep in their own fields. */
+void report_method_text(const struct train_config *c, char *buf, size_t n);
+
 int report_write_csv(const struct report *r, FILE *f);
 int report_write_json(const struct report *r, FILE *f);
 int report_write_table(const struct report *r, FILE *f);

@@ -22,6 +22,9 @@ cdp = {r["ep"]: float(r["peak_gib"]) for r in rows
        if r["model"] == "Qwen/Qwen3-30B-A3B" and r["method"] == "cdp"}
 assert cdp["4"] < cdp["2"] < cdp["1"], cdp
 PY
+# the terminal table names the EP degree, so layouts that differ only there do not read alike
+"$BIN" "${args[@]}" --model Qwen/Qwen3-30B-A3B > "$TMP/ep.txt" 2>/dev/null || fail "ep table"
+grep -q '^ *[0-9]*  Qwen/Qwen3-30B-A3B *adp ep4 ' "$TMP/ep.txt" || fail "the table does not name ep4"
 # merge reads the column back
 expect_exit 0 "$BIN" merge "$TMP/ep.csv" --top 0 --out "$TMP/merged.csv"
 cmp -s "$TMP/ep.csv" "$TMP/merged.csv" || fail "merge changed the ep rows"
