@@ -57,6 +57,8 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
                                  bool exact_seq, struct validate_row *out, char *why, size_t n)
 {
     const char *bad = train_config_check(c, &p->spec);
+    if (!bad)
+        bad = train_gpu_check(c, g);
     if (bad)
         return snprintf(why, n, "invalid configuration: %s", bad), why;
     if (out->measured_tps > 0 && g)
