@@ -292,7 +292,9 @@ static void shard_kind(const struct train_config *c, bool *zero3, bool *ds)
  * eager checkpointing caches what its policy saves (torch/utils/checkpoint.py
  * _CachingTorchDispatchMode) until the block's recomputation: abs(weight) of every block
  * Linear cast inside the block, in the gathered weight's dtype. Under torch.compile the
- * partitioner saves only what backward reads, the amax, not abs. */
+ * partitioner saves only what backward reads, the amax, not abs. (Later torchtitan dropped
+ * aten.abs from the list: e7c0cae models/llama3/parallelize_llama.py keeps aten.max only;
+ * the stack follows 9dec370, the commit of the TT rows, as its loss path does.) */
 static void fp8_weight_copies(const struct model_plan *p, const struct train_config *c,
                               struct resident *r, double ep_keep, double tpdiv)
 {
