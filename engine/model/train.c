@@ -263,6 +263,8 @@ const char *train_config_check(const struct train_config *c, const struct model_
      * block weights. A frozen or quantized base under LoRA/QLoRA is not what it converts. */
     if (c->precision == PREC_FP8 && c->finetune != FT_FULL)
         return "fp8 (torchao Float8Linear) is full training: not lora or qlora";
+    if (c->precision == PREC_FP8 && c->stack == STACK_COLOSSAL)
+        return "LLMem's equations (--paper, --stack colossal) have no float8 training";
     if ((c->features & (FEAT_FP8_ALLGATHER | FEAT_FP8_ROWWISE)) && c->precision != PREC_FP8)
         return "fp8-allgather and fp8-rowwise need --precision fp8";
     /* torchao: "float8 all-gather only supports tensorwise scaling" (Float8LinearConfig
