@@ -49,6 +49,8 @@
 #define SRC_FP8_W "torchao @eab345c2 float8_linear.py: Float8Linear saves weight_fp8_t (e4m3) for " \
                   "backward; eager SAC caches torchtitan @9dec370 _save_list's aten.abs outputs; + " \
                   "autocast's bf16 lm_head copy"
+#define SRC_FP8_LIN_IN "torchao @eab345c2 float8_linear.py manual_float8_matmul_with_args_in_float8: " \
+                       "each Float8Linear saves its own e4m3 input_fp8 (rowwise: the bf16 input)"
 #define SRC_DEQUANT "bitsandbytes autograd/_functions.py MatMul4Bit: the weight dequantized " \
                     "per matmul"
 #define SRC_NORM "HF LlamaRMSNorm saves its fp32 input (LayerNorm its input), + the output of a " \
@@ -520,8 +522,13 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
     trained_rows(b, TERM_OPTIMIZER, x->t, x->nt, x->trained_elems, f->opt,
                  x->r.ds ? "fp32 master + states" : "optimizer states", "-", SRC_STATE);
     if (c->precision == PREC_FP8) { /* memmodel.c fp8_weight_copies */
-        row_bytes(b, TERM_ACTIVATIONS, "float8 weight casts kept (abs(weight) under eager SAC)", "mixed",
-                  f->amp, SRC_FP8_W);
+        const bool autocast = !(c->features & FEAT_FSDP_MP); /* + its bf16 lm_head copy */
+        if (c->ckpt_selective)
+            row_bytes(b, TERM_ACTIVATIONS, "abs(weight) of the float8 casts (eager SAC cache)",
+                      autocast ? "mixed" : "bf16", f->amp, SRC_FP8_W);
+        else
+            row_bytes(b, TERM_ACTIVATIONS, "float8 weight casts (weight_fp8_t)", autocast ? "mixed" : "e4m3",
+                      f->amp, SRC_FP8_W);
         row_bytes(b, TERM_ACTIVATIONS, "float8 weight casts of one block", "e4m3", f->amp_one_block, SRC_FP8_W);
     } else {
         row_bytes(b, TERM_ACTIVATIONS, "autocast 16-bit copies of the fp32 weights", "bf16", f->amp, SRC_AMP);
@@ -563,7 +570,7 @@ static void block_rows(struct build *b, const struct ctx *x, uint64_t blocks, co
     char name[64];
     const struct { const char *name; uint64_t tok; const char *src; } kinds[] = {
         {"norms", a.norms, SRC_NORM},
-        {"linear inputs", a.lin_in, SRC_LIN_IN},
+        {"linear inputs", a.lin_in, x->c->precision == PREC_FP8 ? SRC_FP8_LIN_IN : SRC_LIN_IN},
         {"attention", a.attn, (x->c->features & FEAT_EAGER_ATTN) ? SRC_EAGER : SRC_SDPA},
         {"attention scores", a.attn_s * (uint64_t)x->c->seq_len, SRC_EAGER},
         {"MLP", a.mlp, SRC_MLP},
