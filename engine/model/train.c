@@ -258,6 +258,11 @@ const char *train_config_check(const struct train_config *c, const struct model_
         return "LoRA needs a rank and target modules";
     if (c->finetune == FT_QLORA && c->quant != QUANT_NF4 && c->quant != QUANT_NF4_DQ)
         return "qlora quantizes the base to nf4";
+    return train_precision_check(c);
+}
+
+const char *train_precision_check(const struct train_config *c)
+{
     /* torchao's float8 training swaps each trained nn.Linear for Float8Linear
      * (convert_to_float8_training; torchtitan's float8 converter): full training of the
      * block weights. A frozen or quantized base under LoRA/QLoRA is not what it converts. */

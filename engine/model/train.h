@@ -175,6 +175,9 @@ const char *train_config_check(const struct train_config *c, const struct model_
 /* The TP part of it: which degrees the stack's way of splitting the model allows (train.c
  * cites each stack). */
 const char *train_tp_check(const struct train_config *c, const struct model_spec *m);
+/* The precision's part of train_config_check (fp8: full training, not LLMem's equations,
+ * its recipe features), which the sweep's tuning axes apply to each combination. */
+const char *train_precision_check(const struct train_config *c);
 /* What the GPU must offer the configuration: --precision fp8 needs float8 tensor cores
  * (gpus.csv fp8_tflops > 0: Ada and Hopper or later). NULL when it does, or g is NULL. */
 struct gpu_spec;

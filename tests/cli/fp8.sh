@@ -24,6 +24,13 @@ expect_exit 2 "$BIN" --model Qwen/Qwen2.5-0.5B --precision bf16,fp8 --gpu A100-S
 expect_err "float8 tensor cores"
 expect_exit 2 "$BIN" explain --model Qwen/Qwen2.5-0.5B --precision fp8 --finetune lora --gpu H100-SXM-80GB
 expect_err "fp8 (torchao Float8Linear) is full training"
+# the sweep lists fp8 for full training only, and says why when nothing else is asked
+"$BIN" --model Qwen/Qwen2.5-0.5B --gpu H100-SXM-80GB --precision bf16,fp8 --finetune full,lora \
+  --methods single --gpus 1 --batch 4 --seq 2048 --quiet --out l.csv || fail "sweep bf16,fp8 x full,lora failed"
+grep -q ',fp8,lora,' l.csv && fail "the sweep evaluated fp8 LoRA points"
+expect_exit 1 "$BIN" --model Qwen/Qwen2.5-0.5B --gpu H100-SXM-80GB --precision fp8 --finetune lora \
+  --methods single --gpus 1 --batch 4 --seq 2048 --quiet
+expect_err "fp8 (torchao Float8Linear) is full training"
 # the sweep: fp8 rows in the CSV and JSON; an 8B model's layout is faster on fp8 than bf16
 # (a 0.5B model's is not: its casts cost more than its small GEMMs gain)
 "$BIN" --model meta-llama/Llama-3.1-8B --gpu H100-SXM-80GB --precision bf16,fp8 --finetune full \
