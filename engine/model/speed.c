@@ -546,7 +546,8 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
  * and write, 1 byte each, of input and output gradient). The weight (in the dtype it is
  * cast from: bf16 gathered under FSDP2's mixed precision, else fp32) likewise in every
  * forward pass and once transposed in backward; under float8 all-gather the cast runs on
- * the rank's fp32 shard before the gather (fsdp_utils.py fsdp_pre_all_gather), once. */
+ * the rank's fp32 shard before the gather (fsdp_utils.py fsdp_pre_all_gather), once (a
+ * pipeline stage: its blocks, once a micro-batch). */
 static void fp8_casts(const struct model_plan *p, const struct train_config *c, double e,
                       double fwd_passes, struct speed_prepared *sp)
 {
@@ -560,6 +561,8 @@ static void fp8_casts(const struct model_plan *p, const struct train_config *c, 
         tok += (in * cast * fwd_passes + out * cast + 2.0 * (in + out)) / tp;
         w += (double)p->role_w[role] / tp;
     }
+    /* a pipeline stage casts its own blocks' weights, once a micro-batch */
+    w *= (double)train_microbatches(c) / (double)train_pp(c);
     sp->elem_bytes_tok += tok;
     sp->fixed_s += (allgather ? w / (double)c->dp * (2.0 * 4.0 + 1.0) : w * (2.0 * wb + 1.0) * fwd_passes) / sp->bw +
                    w * 2.0 / sp->bw;
