@@ -78,6 +78,8 @@ static void test_load_fixture(void **state)
     assert_string_equal(g->match, "nvidia l40s"); /* lower-cased on load */
     assert_true(g->bf16_tflops == 362.05);
     assert_true(c.gpus[2].bf16_tflops == 0); /* T4: no bf16 */
+    assert_true(g->fp8_tflops == 733);            /* optional column (--precision fp8) */
+    assert_true(c.gpus[2].fp8_tflops == 0);       /* T4: empty cell, no float8 */
     catalog_free(&c);
     assert_null(c.models);
 }

@@ -230,6 +230,21 @@ static void test_rows_add_up(void **state)
                                     opts[k], &c))
                         check_config(&p, &c);
             }
+        /* --precision fp8 (full training only): every stack and checkpointing mode, with
+         * the float8 all-gather and rowwise recipes and torch.compile */
+        static const uint32_t fp8_feats[] = {0, FEAT_FP8_ALLGATHER, FEAT_FP8_ROWWISE, FEAT_COMPILE};
+        for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++)
+            for (size_t si = 0; si < sizeof stacks / sizeof stacks[0]; si++)
+                for (size_t ki = 0; ki < sizeof ckpts / sizeof ckpts[0]; ki++)
+                    for (size_t k = 0; k < sizeof fp8_feats / sizeof fp8_feats[0]; k++) {
+                        struct train_config c;
+                        if (!make_config(&p, &layouts[li], FT_FULL, QUANT_NONE, stacks[si], ckpts[ki], PREC_FP8,
+                                         OPT_ADAMW, &c))
+                            continue;
+                        c.features |= fp8_feats[k] | (fp8_feats[k] == FEAT_FP8_ALLGATHER ? FEAT_FSDP : 0);
+                        if (train_config_check(&c, &p.spec) == NULL)
+                            check_config(&p, &c);
+                    }
         plan_free(&p);
     }
     /* the loops above reach every kind: a change that makes most configurations invalid

@@ -557,6 +557,63 @@ static void test_monotone(void **state)
     }
 }
 
+/* --precision fp8 (torchao Float8Linear on the block Linears), FSDP2 mixed precision
+ * (e_a = e_r = 2), no checkpointing. Tensorwise: each Linear saves its own e4m3 input
+ * (h x (3 q/k/v + 2 gate/up) + q into o + i into down = 320 + 64 + 128 = 512 a token,
+ * instead of bf16's 640), so a block keeps 768 + 512 + 400 + 768 = 2448 a token, and every
+ * block Linear its e4m3 weight cast (73728 x 1 byte): 2 x 2448 x 16 + 512 x 16 + 73728 =
+ * 160256. Rowwise saves the bf16 input and the weight itself: bf16's 90624. */
+static void test_fp8_activations(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate e;
+    c.precision = PREC_FP8, c.features = FEAT_FSDP_MP;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 160256);
+    c.features |= FEAT_FP8_ROWWISE;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 90624);
+}
+
+/* Float8 all-gather, FSDP on 2 GPUs: a gathered block is its Linears in e4m3 (36864 x 1)
+ * and its norms in bf16 (128 x 2) = 37120, beside the bf16 root (128000 x 2): 293120 in
+ * forward (bf16: 329984); backward two blocks and one block's fp32 unsharded gradient
+ * (36992 x 4): 256000 + 74240 + 147968 = 478208. The saved weight is a view of the
+ * gathered one: no casts kept. */
+static void test_fp8_allgather(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.method = METHOD_ADP, c.gpus = 2, c.dp = 2, c.precision = PREC_FP8;
+    c.features = FEAT_FSDP | FEAT_FSDP_MP | FEAT_FP8_ALLGATHER;
+    struct mem_estimate e;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_COMM], 293120);
+    assert_int_equal(e.phase[PHASE_BWD_FIRST][TERM_COMM], 478208);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 2 * 2448 * 16 + 512 * 16);
+}
+
+/* Selective checkpointing (torchtitan), eager: the policy keeps per block and token the
+ * block input (128), the attention output (128) and logsumexp (16), the 1st/3rd/5th/7th
+ * matmul outputs (q 64, v 32, gate 128, down 64: 2 x 288 = 576): 848, and under fp8 the
+ * aten.abs outputs of each Linear's input cast (2 x 512 = 1024): 1872; and abs(weight) of
+ * every block Linear in bf16 (73728 x 2). 2 x 1872 x 16 + 512 x 16 + 147456 = 215552.
+ * Compiled, only what backward reads is saved: 2 x 848 x 16 + (128 + 128) x 16 = 31232. */
+static void test_fp8_selective(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.precision = PREC_FP8, c.stack = STACK_TORCHTITAN, c.features = FEAT_FSDP_MP;
+    c.ckpt_selective = true;
+    struct mem_estimate e;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 215552);
+    c.features |= FEAT_COMPILE;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 31232);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -580,6 +637,8 @@ int main(void)
         cmocka_unit_test(test_sequence_parallel),
         cmocka_unit_test(test_pipeline_fsdp_stages),
         cmocka_unit_test(test_outputs_kept),
+        cmocka_unit_test(test_fp8_activations), cmocka_unit_test(test_fp8_allgather),
+        cmocka_unit_test(test_fp8_selective),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

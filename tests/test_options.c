@@ -175,7 +175,7 @@ static void test_usage_errors(void **state)
         "--gpus 0",
         "--batch 3..1",
         "--seq 1",           /* a sequence of one token has nothing to predict */
-        "--precision fp8",
+        "--precision fp4",
         "--finetune prefix",
         "--grad-ckpt maybe",
         "--optimizer adam",

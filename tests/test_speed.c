@@ -396,6 +396,40 @@ static void test_eval_waves(void **state)
     assert_float_equal(s.compute_s, 2.0 * gemm * 528.0 / 512.0 + gemm, 1e-12);
 }
 
+/* --precision fp8 on a GPU with twice the bf16 rate in float8: the block Linears (q, k, v,
+ * o, gate, up, down) run at 2x, the lm_head at the bf16 rate; their weights are read in
+ * e4m3 (q: 8192 x 1 byte). The casts by hand (tiny model, no checkpointing, e = 2, a cast
+ * reads its input twice and writes 1 byte: 5 bytes an element): per token the Linear
+ * inputs 2 x (6 x 64 + 128) = 1024 elements and outputs 2 x (64 + 2 x 32 + 64 + 2 x 128 +
+ * 64) = 1024: 1024 x 5 (forward) + 1024 x 5 (output gradient) + 2 x 2048 (transposed
+ * copies) = 14336 bytes a token more than bf16. A GPU without float8 refuses it, and so
+ * does LoRA. */
+static void test_fp8(void **state)
+{
+    (void)state;
+    struct train_config c = full_bf16();
+    struct speed_prepared bf, f8;
+    struct gpu_spec g = gpu;
+    g.fp8_tflops = 200;
+    speed_prepare(&plan, &c, &g, &bf);
+    c.precision = PREC_FP8;
+    speed_prepare(&plan, &c, &g, &f8);
+    assert_true(f8.gemm[0].fast == 2.0);
+    assert_true(f8.gemm[0].bytes_fixed == 8192.0);
+    assert_true(f8.gemm[7].fast == 0.0); /* lm_head */
+    assert_true(f8.elem_bytes_tok - bf.elem_bytes_tok == 14336.0);
+    struct speed_estimate eb, e8;
+    speed_eval(&c, &bf, &eb);
+    speed_eval(&c, &f8, &e8);
+    assert_true(e8.compute_s < eb.compute_s);
+    assert_null(train_gpu_check(&c, &g));
+    assert_non_null(train_gpu_check(&c, &gpu)); /* fp8_tflops 0 */
+    struct model_spec m = plan.spec;
+    assert_null(train_config_check(&c, &m));
+    c.finetune = FT_LORA, c.lora_r = 8, c.lora_targets = TARGETS_ALL;
+    assert_non_null(train_config_check(&c, &m));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,7 +438,7 @@ int main(void)
         cmocka_unit_test(test_nodes),            cmocka_unit_test(test_attention_efficiency),
         cmocka_unit_test(test_hierarchy),        cmocka_unit_test(test_pipeline_bubble),
         cmocka_unit_test(test_offload),
-        cmocka_unit_test(test_gpu_efficiency),
+        cmocka_unit_test(test_gpu_efficiency), cmocka_unit_test(test_fp8),
         cmocka_unit_test(test_nccl_sm_share),    cmocka_unit_test(test_overlap_sm_share),
         cmocka_unit_test(test_wave_efficiency),  cmocka_unit_test(test_eval_waves),
     };

@@ -40,10 +40,11 @@ OUT_HEADER = [
     "pp", "pp_microbatches",
 ]
 
-# Canonical order of feature flags; the last four make a row unrepresentable.
+# Canonical order of feature flags; those from selective-ac on make a row unrepresentable.
 FEATURE_ORDER = [
     "compile", "compiled-loss", "flash-attn", "adapter-bf16", "lora-dropout", "grad-accum", "fsdp",
-    "selective-ac", "float8", "rocm", "context-parallel", "pipeline-parallel",
+    "fp8-allgather", "fp8-rowwise",
+    "selective-ac", "float8", "mxfp8", "rocm", "context-parallel", "pipeline-parallel",
 ]
 
 # id prefix -> stack. ms-swift 1.5 pins
@@ -96,24 +97,34 @@ TARGETS_MAP = {
     "ALL (all linear: c_attn,c_proj,w1,w2)": "all",
 }
 
-# quant -> features: torchao float8 training recipes (the base is not frozen or quantized)
-FLOAT8 = [
-    "float8 linears (torchao; recipe not stated)",
-    "float8 linears (torchao)",
-    "float8 linears (torchao Float8Linear; scaling recipe / fp8 all-gather settings not stated)",
-    "float8 linears (torchao; fp8 FSDP all-gather + precomputed scales per llama3_405b.toml)",
+# quant -> (precision or None to keep the precision column's, features): torchao float8
+# training recipes (the base is not frozen or quantized) are `--precision fp8`: bf16 FSDP2
+# mixed precision with Float8Linear block Linears (README.md, public-2.csv). Where a source
+# does not state the recipe, torchtitan's defaults at the row's commit: tensorwise dynamic
+# scaling (Float8LinearConfig()) and bf16 all-gather (--float8.enable_fsdp_float8_all_gather
+# is store_true, off; torchtitan 9dec370 config_manager.py). MX block scaling (mxfp8) is not
+# modelled: the row stays skipped.
+FLOAT8 = {
+    "float8 linears (torchao; recipe not stated)": [],
+    "float8 linears (torchao)": [],
+    "float8 linears (torchao Float8Linear; scaling recipe / fp8 all-gather settings not stated)": [],
+    "float8 linears (torchao; fp8 FSDP all-gather + precomputed scales per llama3_405b.toml)":
+        ["fp8-allgather"],
     "float8 tensorwise linears (torchao; fp8 FSDP all-gather; precompute scales; "
-    "force_recompute_fp8_weight_in_bwd)",
-    "tensorwise with float8 all-gather (torchao low-precision linears)",
-    "rowwise with bfloat16 all-gather (torchao low-precision linears)",
-    "rowwise_with_gw_hp with bfloat16 all-gather (torchao low-precision linears)",
-    "float8 tensorwise (f8 all-gather) (torchao low-precision linears)",
-    "mxfp8_cublas (torchao low-precision linears)",
-    "mxfp8_cublas_rceil (torchao low-precision linears)",
-    "float8 rowwise (torchao low-precision linears)",
-]
-QUANT_MAP = {"none": ("none", [])}
-QUANT_MAP.update({q: ("none", ["float8"]) for q in FLOAT8})
+    "force_recompute_fp8_weight_in_bwd)": ["fp8-allgather"],
+    "tensorwise with float8 all-gather (torchao low-precision linears)": ["fp8-allgather"],
+    "rowwise with bfloat16 all-gather (torchao low-precision linears)": ["fp8-rowwise"],
+    # torchao recipe lw_axiswise_with_gw_hp: rowwise casts, the weight gradient from the
+    # high-precision input and output gradient: saves what rowwise saves
+    "rowwise_with_gw_hp with bfloat16 all-gather (torchao low-precision linears)": ["fp8-rowwise"],
+    "float8 tensorwise (f8 all-gather) (torchao low-precision linears)": ["fp8-allgather"],
+    "mxfp8_cublas (torchao low-precision linears)": None,
+    "mxfp8_cublas_rceil (torchao low-precision linears)": None,
+    "float8 rowwise (torchao low-precision linears)": ["fp8-rowwise"],
+}
+QUANT_MAP = {"none": (None, "none", [])}
+QUANT_MAP.update({q: ("fp8", "none", f) if f is not None else (None, "none", ["mxfp8"])
+                  for q, f in FLOAT8.items()})
 
 # grad_ckpt -> (off/on/selective, features). torchtitan's per-op selective AC saves chosen op
 # outputs (every second matmul, attention) and recomputes the rest: `--grad-ckpt selective`.
@@ -229,8 +240,12 @@ def convert_row(row):
     if (finetune == "full") != (targets == ""):
         raise ValueError(rid + ": lora_targets inconsistent with finetune")
     lora_r = "" if finetune == "full" else parse_int(row["lora_r"], rid, "lora_r")
-    quant, f = lookup(QUANT_MAP, row["quant"], rid, "quant")
+    prec8, quant, f = lookup(QUANT_MAP, row["quant"], rid, "quant")
     feats += f
+    if prec8:
+        if precision != "bf16":
+            raise ValueError(rid + ": float8 recipe on a precision other than bf16")
+        precision = prec8
     grad_ckpt, f = lookup(CKPT_MAP, row["grad_ckpt"], rid, "grad_ckpt")
     feats += f
     optimizer = lookup(OPT_MAP, row["optimizer"], rid, "optimizer")

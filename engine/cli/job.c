@@ -50,6 +50,16 @@ static int resolve_gpu(struct job *j)
                 units_gib(g->memory_bytes));
     if (j->opt.axes.gpus_per_node > 0)
         j->gpu.gpus_per_node = j->opt.axes.gpus_per_node;
+    /* --precision fp8 on a GPU without float8 tensor cores: a usage error, as any
+     * configuration the GPU cannot run (train_gpu_check says why) */
+    for (int i = 0; i < j->opt.axes.nprecisions; i++) {
+        const struct train_config fp8 = {.precision = (enum precision)j->opt.axes.precisions[i]};
+        const char *why = train_gpu_check(&fp8, &j->gpu);
+        if (why) {
+            fprintf(stderr, "llmem-sweep: --precision fp8 on %s: %s\n", g->name, why);
+            return EXIT_USAGE;
+        }
+    }
     if (!j->opt.budget)
         j->opt.budget = g->memory_bytes;
     return 0;

@@ -659,8 +659,10 @@ static void default_recipe_axes(struct options *o)
         options_parse_int_list(o->all_recipes ? "512,1024,2048,4096" : "2048,4096,8192", 2,
                                1 << 20, &o->axes.seq);
     if (!o->axes.nprecisions) {
+        /* --recipes all leaves fp8 out: it needs float8 tensor cores and full training
+         * (train_gpu_check, train_config_check); ask for it with --precision fp8 */
         for (int p = 0; p < PREC_COUNT; p++)
-            if (o->all_recipes || p == PREC_BF16)
+            if ((o->all_recipes && p != PREC_FP8) || p == PREC_BF16)
                 o->axes.precisions[o->axes.nprecisions++] = p;
     }
     if (!o->axes.nfinetunes)
@@ -768,7 +770,9 @@ void options_usage(enum options_mode mode)
           "                     (MB = 10^6 bytes, MiB = 2^20; default: the GPU's memory)\n"
           "  --gpu NAME         datasets/gpus.csv entry (default: local GPU, else H100-SXM-80GB)\n"
           "  --base SIZE        m_base: CUDA context and workspaces (default: the GPU's)\n"
-          "  --precision LIST   fp32,fp16,bf16,bf16-pure (sweep default bf16)\n"
+          "  --precision LIST   fp32,fp16,bf16,bf16-pure,fp8 (sweep default bf16; fp8: bf16 mixed\n"
+          "                     precision with torchao float8 block Linears, full training,\n"
+          "                     GPUs with float8 tensor cores)\n"
           "  --finetune LIST    full,lora,qlora\n"
           "  --quant LIST       none,int8,nf4,nf4-dq (frozen base; qlora implies nf4)\n"
           "  --lora-r LIST      LoRA ranks (default 16)\n"

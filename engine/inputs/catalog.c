@@ -184,9 +184,9 @@ static int gpu_row(const struct csv_table *t, size_t r, struct gpu_spec *g, stru
         g->match[i] = (char)tolower((unsigned char)match[i]);
     g->gpus_per_node = GPU_PER_NODE_DEFAULT;
     /* optional (README "Contract extensions"): the inter-node link, the host link and the
-     * host memory bandwidth (offload) */
-    static const char *const optional[] = {"internode_gbs", "pcie_gbs", "host_mem_gbs"};
-    double *dst[] = {&g->internode_gbs, &g->pcie_gbs, &g->host_mem_gbs};
+     * host memory bandwidth (offload), the dense float8 rate (--precision fp8) */
+    static const char *const optional[] = {"internode_gbs", "pcie_gbs", "host_mem_gbs", "fp8_tflops"};
+    double *dst[] = {&g->internode_gbs, &g->pcie_gbs, &g->host_mem_gbs, &g->fp8_tflops};
     for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
         int col = csv_table_col(t, optional[i]);
         if (col >= 0 && *t->cells[r][col] && csv_get_f64(t, r, col, 0, 1e7, dst[i], e))

@@ -47,6 +47,12 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"adapter-bf16", 0, FEAT_ADAPTER_FP32, NULL},
         {"act-offload", 0, 0, "activation offloading to CPU is not modelled"},
         {"selective-ac", 0, 0, "selective (per-op) activation checkpointing is not modelled"},
+        /* --precision fp8 rows (datasets/measured/README.md): torchao's float8 all-gather
+         * and rowwise scaling recipe; MX block scaling is not modelled. A `float8` flag on a
+         * row that does not say fp8 in its precision column stays unmodelled. */
+        {"fp8-allgather", FEAT_FP8_ALLGATHER, 0, NULL},
+        {"fp8-rowwise", FEAT_FP8_ROWWISE, 0, NULL},
+        {"mxfp8", 0, 0, "MX (mxfp8 block-scaled) linears are not modelled"},
         {"float8", 0, 0, "float8 linears are not modelled"},
         {"rocm", 0, 0, "AMD GPUs (ROCm's allocator and kernels) are not modelled"},
         {"context-parallel", 0, 0, "context parallelism is not modelled"},

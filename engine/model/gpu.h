@@ -27,6 +27,7 @@ struct gpu_spec {
     int32_t gpus_per_node;      /* --gpus-per-node (default GPU_PER_NODE_DEFAULT) */
     double pcie_gbs;            /* GPU-host link a direction, GB/s; 0 = unknown (offload) */
     double host_mem_gbs;        /* host DRAM bandwidth of a node, GB/s; 0 = unknown */
+    double fp8_tflops;          /* dense float8 tensor-core rate; 0 = none (pre-Ada) */
 };
 
 #endif

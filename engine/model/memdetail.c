@@ -46,6 +46,11 @@
                      "DeepSpeed stage_1_and_2.py step: the partition's gradients cast to fp32"
 #define SRC_AMP "torch autocast: a 16-bit copy of each fp32 weight per matmul, kept for backward " \
                 "(one block's under reentrant checkpointing)"
+#define SRC_FP8_W "torchao @eab345c2 float8_linear.py: Float8Linear saves weight_fp8_t (e4m3) for " \
+                  "backward; eager SAC caches torchtitan @9dec370 _save_list's aten.abs outputs; + " \
+                  "autocast's bf16 lm_head copy"
+#define SRC_FP8_LIN_IN "torchao @eab345c2 float8_linear.py manual_float8_matmul_with_args_in_float8: " \
+                       "each Float8Linear saves its own e4m3 input_fp8 (rowwise: the bf16 input)"
 #define SRC_DEQUANT "bitsandbytes autograd/_functions.py MatMul4Bit: the weight dequantized " \
                     "per matmul"
 #define SRC_NORM "HF LlamaRMSNorm saves its fp32 input (LayerNorm its input), + the output of a " \
@@ -146,7 +151,9 @@ static const char *dtype_of(uint64_t bytes, enum precision prec)
         return "fp32";
     if (bytes == 2)
         return prec == PREC_FP16 ? "fp16" : "bf16";
-    return bytes == 1 ? "int8" : "mixed";
+    if (bytes == 1) /* --precision fp8: the float8 casts torchao saves are e4m3 */
+        return prec == PREC_FP8 ? "e4m3" : "int8";
+    return "mixed";
 }
 
 /* --- weight groups: like tensors of the plan's list -------------------------------------- */
@@ -514,12 +521,24 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
                  x->p->spec.emb_dim ? x->p->spec.emb_dim : x->p->spec.hidden);
     trained_rows(b, TERM_OPTIMIZER, x->t, x->nt, x->trained_elems, f->opt,
                  x->r.ds ? "fp32 master + states" : "optimizer states", "-", SRC_STATE);
-    row_bytes(b, TERM_ACTIVATIONS, "autocast 16-bit copies of the fp32 weights", "bf16", f->amp, SRC_AMP);
-    row_bytes(b, TERM_ACTIVATIONS, "autocast 16-bit copy of one block's weights", "bf16", f->amp_one_block,
-              SRC_AMP);
+    if (c->precision == PREC_FP8) { /* memmodel.c fp8_weight_copies */
+        const bool autocast = !(c->features & FEAT_FSDP_MP); /* + its bf16 lm_head copy */
+        if (c->ckpt_selective)
+            row_bytes(b, TERM_ACTIVATIONS, "abs(weight) of the float8 casts (eager SAC cache)",
+                      autocast ? "mixed" : "bf16", f->amp, SRC_FP8_W);
+        else
+            row_bytes(b, TERM_ACTIVATIONS, "float8 weight casts (weight_fp8_t)", autocast ? "mixed" : "e4m3",
+                      f->amp, SRC_FP8_W);
+        row_bytes(b, TERM_ACTIVATIONS, "float8 weight casts of one block", "e4m3", f->amp_one_block, SRC_FP8_W);
+    } else {
+        row_bytes(b, TERM_ACTIVATIONS, "autocast 16-bit copies of the fp32 weights", "bf16", f->amp, SRC_AMP);
+        row_bytes(b, TERM_ACTIVATIONS, "autocast 16-bit copy of one block's weights", "bf16", f->amp_one_block,
+                  SRC_AMP);
+    }
     row_bytes(b, TERM_ACTIVATIONS, "dequantized block Linear (the largest)", "bf16", f->dequant, SRC_DEQUANT);
     row_bytes(b, TERM_ACTIVATIONS, "dequantized lm_head", "bf16", f->dequant_head, SRC_DEQUANT);
-    row_bytes(b, TERM_COMM, f->gather_bwd ? "gathered units in backward" : "gathered units", "bf16",
+    row_bytes(b, TERM_COMM, f->gather_bwd ? "gathered units in backward" : "gathered units",
+              c->precision == PREC_FP8 && (c->features & FEAT_FP8_ALLGATHER) ? "e4m3+bf16" : "bf16",
               f->gather, SRC_GATHER);
     row_bytes(b, TERM_COMM, "gradient buckets", "-", f->bucket, SRC_BUCKET);
 }
@@ -551,7 +570,7 @@ static void block_rows(struct build *b, const struct ctx *x, uint64_t blocks, co
     char name[64];
     const struct { const char *name; uint64_t tok; const char *src; } kinds[] = {
         {"norms", a.norms, SRC_NORM},
-        {"linear inputs", a.lin_in, SRC_LIN_IN},
+        {"linear inputs", a.lin_in, x->c->precision == PREC_FP8 ? SRC_FP8_LIN_IN : SRC_LIN_IN},
         {"attention", a.attn, (x->c->features & FEAT_EAGER_ATTN) ? SRC_EAGER : SRC_SDPA},
         {"attention scores", a.attn_s * (uint64_t)x->c->seq_len, SRC_EAGER},
         {"MLP", a.mlp, SRC_MLP},
@@ -622,8 +641,10 @@ static void comm_rows(struct build *b, const struct ctx *x)
     if (x->ph > PHASE_BWD_FIRST)
         return;
     const uint64_t ea = x->c->precision == PREC_FP32 ? 4 : 2, h = (uint64_t)x->p->spec.hidden;
-    if (x->c->tp > 1)
-        tok_row(b, x, TERM_COMM, "TP all-reduce buffer", ea * h, 1, h, ea, SRC_TP_BUF);
+    const uint64_t pp_buf = x->c->method == METHOD_PP ? 2 * ea * h : 0;
+    if (x->c->tp > 1) /* 1 byte an element under torchao's float8 TP (memmodel.c fp8_tp) */
+        tok_row(b, x, TERM_COMM, "TP all-reduce buffer", x->mp.comm_tok - pp_buf, 1, h,
+                (x->mp.comm_tok - pp_buf) / h, SRC_TP_BUF);
     if (x->c->method == METHOD_PP)
         tok_row(b, x, TERM_COMM, "pipeline send/receive buffers", 2 * ea * h, 1, 0, 0, SRC_PP_BUF);
 }

@@ -53,7 +53,65 @@ struct resident {
 
 static bool mixed(const struct train_config *c)
 {
-    return c->precision == PREC_FP16 || c->precision == PREC_BF16;
+    return c->precision == PREC_FP16 || c->precision == PREC_BF16 || c->precision == PREC_FP8;
+}
+
+/* --- float8 training (--precision fp8) ----------------------------------------------
+ * torchao's float8 training (pytorch/ao @eab345c2, the version of the torchtitan rows):
+ * convert_to_float8_training swaps every nn.Linear for Float8Linear
+ * (torchao/float8/float8_linear_utils.py); torchtitan's converter skips the lm_head
+ * (torchtitan @9dec370 torchtitan/float8.py convert_to_float8_training(...,
+ * module_filter_fn=lambda mod, fqn: fqn != "output")), and the embedding is no Linear. So
+ * the block Linears run float8 GEMMs, the lm_head and attention bf16. Parameters,
+ * gradients and AdamW states are those of bf16 mixed precision (mixed() above): the
+ * weights stay in their high-precision dtype and are cast for each matmul.
+ * Float8Linear.forward (torchao @eab345c2 torchao/float8/float8_linear.py), tensorwise
+ * dynamic scaling (the default Float8LinearConfig, recipe "all_tensorwise"):
+ *   input_fp8 = cast_input_to_float8(input)          new e4m3 tensor, 1 byte an element
+ *   weight_fp8_t = cast_weight_to_float8_t(weight)   new e4m3 tensor, 1 byte a weight,
+ *                  unless the weight already is float8 (FSDP2 float8 all-gather:
+ *                  tensor_already_casted_to_fp8 -> weight.t(), a view)
+ *   manual_float8_matmul_with_args_in_float8: ctx.save_for_backward(input_fp8, weight_fp8_t)
+ *   cast_output_to_float8_in_bw: the gradient of the output is cast to e5m2 in backward.
+ * Each cast computes its scale from tensor_to_amax = torch.max(torch.abs(x))
+ * (torchao/float8/float8_utils.py): a temporary abs(x) of x's size and dtype.
+ * Rowwise (axiswise) scaling takes manual_float8_matmul_with_args_in_hp instead, which
+ * saves the high-precision input and weight (ctx.save_for_backward(input_hp, weight_hp_t))
+ * and casts inside forward and backward: saved tensors as bf16. */
+static bool fp8(const struct train_config *c) { return c->precision == PREC_FP8; }
+/* the tensorwise path, whose saved tensors are the float8 casts */
+static bool fp8_tensorwise(const struct train_config *c)
+{
+    return fp8(c) && !(c->features & FEAT_FP8_ROWWISE);
+}
+/* FSDP2 all-gathers the weights in float8: torchao fsdp_utils.py
+ * WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather casts the local shard to e4m3 and
+ * fsdp_post_all_gather wraps the gathered uint8 data as the Float8Tensor the Linear uses
+ * (enable_fsdp_float8_all_gather; torchtitan @9dec370 --float8.enable_fsdp_float8_all_gather,
+ * off by default, on in train_configs/llama3_405b.toml). Only with FSDP sharding. */
+static bool fp8_allgather(const struct train_config *c)
+{
+    return fp8_tensorwise(c) && (c->features & FEAT_FP8_ALLGATHER) && (c->features & FEAT_FSDP);
+}
+/* torchtitan's float8 TP (@9dec370 parallelisms/parallelize_llama.py apply_tp with
+ * enable_float8: Float8ColwiseParallel, Float8RowwiseParallel, PrepareFloat8ModuleInput):
+ * the attention and MLP inputs are cast to e4m3 once on the sequence shard and
+ * all-gathered in float8, so q/k/v (and w1/w3) share one gathered float8 input. */
+static bool fp8_tp(const struct train_config *c)
+{
+    return fp8_tensorwise(c) && (c->features & FEAT_SEQ_PARALLEL) && c->tp > 1;
+}
+/* Inputs of one block's converted Linears per token, in elements, one copy per Linear
+ * (each Float8Linear casts its own input) unless the float8 TP shares them. */
+static uint64_t fp8_linear_inputs(const struct model_plan *p, const struct train_config *c)
+{
+    const struct model_spec *m = &p->spec;
+    const uint64_t tp = (uint64_t)c->tp, h = (uint64_t)m->hidden;
+    const uint64_t vd = (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
+    const bool shared = fp8_tp(c);
+    const uint64_t nq = shared || m->fused_qkv ? 1 : 3;
+    const uint64_t nm = shared || m->mlp != MLP_GATED || m->fused_gate_up ? 1 : 2;
+    return h * (nq + nm) + (uint64_t)m->heads * vd / tp + (uint64_t)p->inter_active / tp;
 }
 
 /* Bytes per element of what is trained: fp32 master weights under mixed precision (AMP
@@ -126,6 +184,8 @@ static double frozen_bytes(const struct model_plan *p, const struct train_config
  * forward_prefetch is off by default) and holds one block's unsharded gradient until its
  * reduce-scatter. Without FSDP's unit wrapping the whole 16-bit model ends up gathered, as
  * LLMem observes for Gemini (5.2). */
+static double gathered_block_bytes(const struct model_plan *p, const struct train_config *c,
+                                   double layer, double gb);
 static void zero3_gather(const struct model_plan *p, const struct train_config *c,
                          struct resident *r, double layer, double root)
 {
@@ -136,8 +196,9 @@ static void zero3_gather(const struct model_plan *p, const struct train_config *
         r->gather_fwd = r->gather_bwd = (uint64_t)(all * (double)gb * (1.0 - 1.0 / (double)c->dp));
         return;
     }
-    r->gather_fwd = (uint64_t)((root + layer) * (double)gb);
-    r->gather_bwd = (uint64_t)((root + 2 * layer) * (double)gb) +
+    const double unit = gathered_block_bytes(p, c, layer, (double)gb);
+    r->gather_fwd = (uint64_t)(root * (double)gb + unit);
+    r->gather_bwd = (uint64_t)(root * (double)gb + 2 * unit) +
                     (uint64_t)((c->finetune == FT_FULL ? layer : r->trained / (double)p->spec.layers) * wt);
 }
 
@@ -215,6 +276,54 @@ static void shard_kind(const struct train_config *c, bool *zero3, bool *ds)
     *zero3 = c->method == METHOD_ADP || c->method == METHOD_DPTP || c->method == METHOD_OFFLOAD ||
              fsdp_stages;
     *ds = train_master_in_optimizer(c) && !fsdp_stages;
+}
+
+/* The float8 weight casts a step keeps (--precision fp8), in place of autocast's 16-bit
+ * copies of the block Linears (Float8Linear casts the weight itself; autocast still copies
+ * the bf16 lm_head under the autocast stacks). Tensorwise without float8 all-gather, each
+ * Linear saves weight_fp8_t, a new e4m3 tensor of its unsharded (per TP rank) weight, for
+ * backward: all blocks' without checkpointing, one block's while it is recomputed (torchao
+ * warns "When using FSDP, it's recommended to enable
+ * config.force_recompute_fp8_weight_in_bwd", config.py @eab345c2). With float8 all-gather
+ * the saved weight is a view of the gathered unit, rowwise saves the weight itself: none.
+ * Selective checkpointing recomputes the casts, but torchtitan's op policy saves every
+ * aten.abs output (@9dec370 parallelize_llama.py _save_list: "for low precision training,
+ * it's useful to always save the result of max(abs(tensor))": aten.abs, aten.max), and
+ * eager checkpointing caches what its policy saves (torch/utils/checkpoint.py
+ * _CachingTorchDispatchMode) until the block's recomputation: abs(weight) of every block
+ * Linear cast inside the block, in the gathered weight's dtype. Under torch.compile the
+ * partitioner saves only what backward reads, the amax, not abs. (Later torchtitan dropped
+ * aten.abs from the list: e7c0cae models/llama3/parallelize_llama.py keeps aten.max only;
+ * the stack follows 9dec370, the commit of the TT rows, as its loss path does.) */
+static void fp8_weight_copies(const struct model_plan *p, const struct train_config *c,
+                              struct resident *r, double ep_keep, double tpdiv)
+{
+    const double all = ((double)p->linear_w - (double)p->head_p - (double)p->expert_p * ep_keep) / tpdiv;
+    const double one = ((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) / tpdiv;
+    const double head16 = (c->features & FEAT_FSDP_MP) ? 0.0 : (double)p->head_p / tpdiv * 2.0;
+    const bool copies = fp8_tensorwise(c) && !fp8_allgather(c);
+    r->amp_one = copies ? (uint64_t)one : 0;
+    if (c->grad_ckpt)
+        r->amp_all = (uint64_t)head16;
+    else if (c->ckpt_selective) {
+        const double hp = (c->features & FEAT_FSDP_MP) ? 2.0 : 4.0; /* the weight at the cast */
+        const bool abs_kept = !(c->features & FEAT_COMPILE) && c->stack == STACK_TORCHTITAN &&
+                              !fp8_allgather(c);
+        r->amp_all = (uint64_t)(head16 + (abs_kept ? all * hp : 0.0));
+    } else
+        r->amp_all = (uint64_t)(head16 + (copies ? all : 0.0));
+}
+
+/* Bytes of one gathered block: its Linear weights in float8 under float8 all-gather, the
+ * rest (norms) in the 16-bit param dtype. */
+static double gathered_block_bytes(const struct model_plan *p, const struct train_config *c,
+                                   double layer, double gb)
+{
+    if (!fp8_allgather(c))
+        return layer * gb;
+    const double ep_keep = 1.0 - 1.0 / (double)train_ep(c); /* a rank's own experts */
+    const double lin = ((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) / (double)c->tp;
+    return (layer - lin) * gb + lin;
 }
 
 static void resident_terms(const struct model_plan *p, const struct train_config *c,
@@ -301,6 +410,8 @@ static void resident_terms(const struct model_plan *p, const struct train_config
         r->amp_one = (uint64_t)(((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) /
                                 tpdiv) * 2;
     }
+    if (fp8(c))
+        fp8_weight_copies(p, c, r, ep_keep, tpdiv);
     if (c->method == METHOD_CDP) /* DDP gradient buckets: one more copy of the gradients */
         r->bucket = (uint64_t)(r->trained * (double)wt);
     if (zero3)
@@ -356,10 +467,11 @@ static int32_t pp_stage_layers(const struct model_plan *p, const struct train_co
 static void fsdp_stage_held(const struct model_plan *p, const struct train_config *c,
                             double stage_p, double trained, struct resident *r)
 {
-    (void)p;
     const double gb = c->precision == PREC_FP32 ? 4.0 : 2.0;
     const double acc = mixed(c) || c->precision == PREC_FP32 ? 4.0 : 2.0;
-    r->gather_fwd = r->gather_bwd = (uint64_t)(stage_p / (double)c->tp * gb);
+    /* float8 all-gather: the stage's block Linears gathered in float8 */
+    const double lin = fp8_allgather(c) ? (double)pp_stage_layers(p, c) * (double)p->layer_linear_w : 0.0;
+    r->gather_fwd = r->gather_bwd = (uint64_t)(((stage_p - lin) * gb + lin) / (double)c->tp);
     r->acc = (uint64_t)(trained * acc);
 }
 
@@ -583,6 +695,14 @@ static uint64_t sac_tok(const struct model_plan *p, const struct train_config *c
     uint64_t kept = er * h / seq_parallel(c) + ea * q + 4 * (uint64_t)m->heads / tp;
     for (int k = 0; k < n; k += 2)
         kept += ea * out[k];
+    /* --precision fp8, eager: the policy's aten.abs outputs of each Float8Linear input cast
+     * (fp8_weight_copies cites it), in the input's dtype; torchtitan's float8 TP casts the
+     * attention and MLP inputs once each, on the sequence shard (PrepareFloat8ModuleInput) */
+    if (fp8(c) && c->stack == STACK_TORCHTITAN && !(c->features & FEAT_COMPILE)) {
+        const uint64_t vd = (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
+        kept += fp8_tp(c) ? ea * (2 * h / seq_parallel(c) + (uint64_t)m->heads * vd / tp + i)
+                          : ea * fp8_linear_inputs(p, c);
+    }
     return kept;
 }
 
@@ -674,7 +794,12 @@ void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, 
     const uint64_t norm = (compiled ? er * h
                                     : (m->norm == NORM_RMSNORM ? 4 : er) * h + (trained ? ea * h : 0)) / sp;
     /* q/k/v read one normalised input; the MLP another unless the block is parallel */
-    const uint64_t lin_in = copies * ea * (h * (m->norms_per_layer == 1 ? 1 : 2) + ao / tp + i / tp);
+    uint64_t lin_in = copies * ea * (h * (m->norms_per_layer == 1 ? 1 : 2) + ao / tp + i / tp);
+    /* --precision fp8, tensorwise: each Float8Linear saves its own e4m3 input_fp8 (1 byte
+     * an element) instead of sharing the 16-bit normed input (fp8_weight_copies cites
+     * torchao); rowwise saves the high-precision input, as nn.Linear */
+    if (fp8_tensorwise(c))
+        lin_in = fp8_linear_inputs(p, c);
     uint64_t attn, attn_s = 0;
     if (c->features & FEAT_EAGER_ATTN) {
         attn = ea * 3 * q / tp;
@@ -704,7 +829,15 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     /* final norm and the lm_head input (gathered: ColwiseParallel(input_layouts=Shard(1))) */
     mp->tail_tok = norm + ea * h;
     mp->bwd_tok = er * h / sp + 2 * ea * i / tp;
-    mp->comm_tok = c->tp > 1 ? ea * h : 0;
+    /* --precision fp8: backward's float8 casts of the largest GEMM (gate/up, i wide): the
+     * e5m2 gradient of its output (cast_output_to_float8_in_bw; rowwise: its dim0 and dim1
+     * casts) and the transposed e4m3 operand of the weight gradient, 1 byte an element
+     * each (torchao @eab345c2 float8_linear.py backward, float8_ops.py _scaled_mm needs its
+     * second operand column-major) */
+    if (fp8(c))
+        mp->bwd_tok += 2 * i / tp;
+    /* the TP input all-gather: in float8 under torchtitan's float8 TP (fp8_tp) */
+    mp->comm_tok = c->tp > 1 ? (fp8_tp(c) ? 1 : ea) * h : 0;
     /* pipeline stages receive the previous stage's output and send their own (forward),
      * and the same-sized gradients back (Megatron p2p_communication: recv_forward /
      * send_backward buffers of [s, b, h]) */

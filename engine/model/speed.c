@@ -9,11 +9,23 @@ static double dense_rate(const struct gpu_spec *g, enum precision p)
     double r = g->fp32_tflops;
     if (p == PREC_FP16)
         r = g->fp16_tflops;
-    else if (p == PREC_BF16 || p == PREC_BF16_PURE)
+    else if (p == PREC_BF16 || p == PREC_BF16_PURE || p == PREC_FP8) /* fp8: what is not a
+                                                                        float8 GEMM (fp8_speedup) */
         r = g->bf16_tflops > 0 ? g->bf16_tflops : g->fp32_tflops; /* emulated: fp32 speed */
     if (r <= 0)
         r = g->fp32_tflops;
     return r * 1e12;
+}
+
+/* --precision fp8: the block Linears' GEMMs (torchao Float8Linear, memmodel.c cites which)
+ * run torch._scaled_mm at the GPU's dense float8 rate (gpus.csv fp8_tflops, the datasheets'
+ * dense FP8 tensor-core figure); taken at the same achievable share of the peak as bf16
+ * (no float8 MAMF figure is in the tables cited below): the bf16 rate times this. */
+static double fp8_speedup(const struct gpu_spec *g, const struct train_config *c)
+{
+    if (c->precision != PREC_FP8 || !(g->fp8_tflops > 0) || !(g->bf16_tflops > 0))
+        return 1.0;
+    return g->fp8_tflops / g->bf16_tflops;
 }
 
 /* Matmul: Maximum Achievable Matmul FLOPS over the dense peak, bf16, from the MAMF table of
@@ -259,7 +271,7 @@ static void gemm_shape(const struct model_plan *p, const struct train_config *c,
  * (bytes_fixed). Backward: the input gradient always, the weight gradient when trained.
  * Returns the GEMM kernels of one block's forward. */
 static int prepare_gemms(const struct model_plan *p, const struct train_config *c, double e,
-                         struct speed_prepared *sp)
+                         double fast, struct speed_prepared *sp)
 {
     const double tp = (double)c->tp;
     const bool full = c->finetune == FT_FULL;
@@ -282,6 +294,10 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
         k->bytes_fixed = (w - (double)p->role_expert_w[role] * ep_keep) / tp * (head ? e : wbytes);
         k->passes = gemm_fwd_passes(&p->spec, c, role) + 1.0 + (full ? 1.0 : 0.0);
         gemm_shape(p, c, role, k);
+        if (fast > 1.0 && role >= ROLE_Q && role <= ROLE_DOWN) { /* a float8 GEMM: e4m3 weight */
+            k->fast = fast;
+            k->bytes_fixed = (w - (double)p->role_expert_w[role] * ep_keep) / tp;
+        }
         kernels += head ? 0 : 1;
     }
     if (!p->head_p) { /* a tied head is the embedding matrix used as a Linear */
@@ -453,6 +469,10 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
     /* ZeRO-3 gathers a rank's own experts only (over the dp / ep ranks that hold them) */
     double p16 = ((double)p->params - (double)p->expert_p * (1.0 - 1.0 / (double)train_ep(c))) /
                  tp * e / stages;
+    /* float8 all-gather (memmodel.c fp8_allgather): the block Linears travel in e4m3 */
+    if (c->precision == PREC_FP8 && (c->features & FEAT_FP8_ALLGATHER) && (c->features & FEAT_FSDP) &&
+        !(c->features & FEAT_FP8_ROWWISE))
+        p16 -= (double)(p->linear_w - p->head_p) / tp * (e - 1.0) / stages;
     const struct comm_group dp = dp_group(c, g);
     sp->overlap = OVERLAP_NONE;
     sp->comm_fixed_s = sp->comm_first_s = sp->comm_post_s = sp->comm_sm_share = 0;
@@ -516,6 +536,38 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
     prepare_p2p(p, c, g, sp);
 }
 
+/* --precision fp8: the memory-bound passes of torchao's dynamic float8 casts (torchao
+ * @eab345c2 float8_utils.py tensor_to_amax = max(abs(x)), then the scaled cast to float8:
+ * hp_tensor_to_float8_dynamic), eager, one kernel each (torch.compile fuses amax into the
+ * producer; not modelled). Per converted Linear and step: its input, read twice (amax,
+ * cast, e bytes each) and written in e4m3 (1), in every forward pass, recomputation
+ * included (a checkpointed block recasts); in backward the output gradient the same way
+ * (to e5m2), and the transposed float8 copies the weight gradient's _scaled_mm takes (read
+ * and write, 1 byte each, of input and output gradient). The weight (in the dtype it is
+ * cast from: bf16 gathered under FSDP2's mixed precision, else fp32) likewise in every
+ * forward pass and once transposed in backward; under float8 all-gather the cast runs on
+ * the rank's fp32 shard before the gather (fsdp_utils.py fsdp_pre_all_gather), once (a
+ * pipeline stage: its blocks, once a micro-batch). */
+static void fp8_casts(const struct model_plan *p, const struct train_config *c, double e,
+                      double fwd_passes, struct speed_prepared *sp)
+{
+    const double tp = (double)c->tp, cast = 2.0 * e + 1.0;
+    const bool allgather = (c->features & FEAT_FP8_ALLGATHER) && (c->features & FEAT_FSDP) &&
+                           !(c->features & FEAT_FP8_ROWWISE);
+    const double wb = (c->features & FEAT_FSDP_MP) ? 2.0 : 4.0;
+    double tok = 0, w = 0;
+    for (int role = ROLE_Q; role <= ROLE_DOWN; role++) {
+        const double in = p->lora_in_active[role], out = p->lora_io_active[role] - in;
+        tok += (in * cast * fwd_passes + out * cast + 2.0 * (in + out)) / tp;
+        w += (double)p->role_w[role] / tp;
+    }
+    /* a pipeline stage casts its own blocks' weights, once a micro-batch */
+    w *= (double)train_microbatches(c) / (double)train_pp(c);
+    sp->elem_bytes_tok += tok;
+    sp->fixed_s += (allgather ? w / (double)c->dp * (2.0 * 4.0 + 1.0) : w * (2.0 * wb + 1.0) * fwd_passes) / sp->bw +
+                   w * 2.0 / sp->bw;
+}
+
 void speed_prepare(const struct model_plan *p, const struct train_config *c,
                    const struct gpu_spec *g, struct speed_prepared *sp)
 {
@@ -533,7 +585,7 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     const double peak = dense_rate(g, c->precision);
     sp->matmul_rate = peak * eff.matmul;
     sp->bw = g->mem_bw_gbs * 1e9 * SPEED_BW_EFF;
-    int gemms = prepare_gemms(p, c, e, sp);
+    int gemms = prepare_gemms(p, c, e, fp8_speedup(g, c), sp);
 
     /* causal attention: QK^T and AV are 2 * s * q FLOPs each per token, halved by the mask;
      * backward 2.5x forward (FA2: five matmuls to forward's two) */
@@ -582,6 +634,8 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     /* a trained embedding: its dense fp32 gradient is zeroed and accumulated (index_add) */
     if (full)
         sp->fixed_s += (double)p->embed_p / tp * 8.0 / sp->bw;
+    if (c->precision == PREC_FP8)
+        fp8_casts(p, c, e, elem_passes, sp);
     sp->fwd_share = fwd_passes / (fwd_passes + 2.0);
     sp->host_s = kernels_fwd(m, c, gemms) * (elem_passes + 2.0) * SPEED_LAUNCH_S;
     sp->pp = train_pp(c);
@@ -611,15 +665,16 @@ static void fold_wave(struct speed_prepared *sp, const struct speed_gemm *k)
     const struct speed_gpu_eff *e = &sp->gpu_eff;
     const double fwd = k->passes - 1.0 - k->wgrad, n[2] = {k->out, k->in}, kd[2] = {k->in, k->out};
     const double passes[2] = {fwd, 1.0};
+    const double rate = sp->matmul_rate * (k->fast > 0 ? k->fast : 1.0);
     struct speed_wave w = {.mem_s = k->bytes_tok * k->passes / sp->bw,
                            .mem_fixed_s = k->bytes_fixed * k->passes / sp->bw};
     for (int g = 0; g < 2; g++)
         for (int t = 0; t < SPEED_TILES; t++) {
             w.n_tiles[g][t] = ceil(n[g] / (double)e->tile_n[t]);
             w.wave_s[g][t] = k->mods * passes[g] * (double)e->sms * (double)e->tile_m[t] *
-                             (double)e->tile_n[t] * 2.0 * kd[g] / sp->matmul_rate;
+                             (double)e->tile_n[t] * 2.0 * kd[g] / rate;
         }
-    w.wgrad_s = k->wgrad * 2.0 * k->mods * k->in * k->out / sp->matmul_rate / tile_padding(e, k->out, k->in);
+    w.wgrad_s = k->wgrad * 2.0 * k->mods * k->in * k->out / rate / tile_padding(e, k->out, k->in);
     int j = 0;
     while (j < sp->nwave && memcmp(sp->wave[j].n_tiles, w.n_tiles, sizeof w.n_tiles))
         j++;
@@ -646,7 +701,7 @@ void speed_fold(struct speed_prepared *sp)
             fold_wave(sp, k);
             continue;
         }
-        struct speed_term t = {k->flops_tok * k->passes / sp->matmul_rate,
+        struct speed_term t = {k->flops_tok * k->passes / (sp->matmul_rate * (k->fast > 0 ? k->fast : 1.0)),
                                k->bytes_tok * k->passes / sp->bw, k->bytes_fixed * k->passes / sp->bw};
         int j = 0; /* a class proportional to an earlier one (q and o, k and v) adds to it */
         while (j < sp->nterm && !(sp->term[j].compute_s * t.mem_s == sp->term[j].mem_s * t.compute_s &&

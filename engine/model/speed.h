@@ -107,6 +107,7 @@ struct speed_gemm {
      * and wave quantization; mods 0: no shape, the class runs at the matmul rate */
     double in, out, mods;
     double wgrad;  /* weight-gradient passes among `passes` (1 when trained) */
+    double fast;   /* the class's rate over matmul_rate (float8 GEMMs); 0 reads as 1 */
 };
 
 /* A class with a shape, folded for the point loop: per GEMM kind (forward: N = out,

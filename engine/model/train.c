@@ -1,13 +1,16 @@
 /* train.c: names and checks of a fine-tuning configuration. */
 #include "train.h"
 
+#include "gpu.h"
+
 #include <stdio.h>
 #include <string.h>
 
 static const char *const method_names[METHOD_COUNT] = {"single", "cdp", "adp", "tp", "dp+tp",
                                                        "zero1", "zero2", "pp", "offload"};
 static const char *const offload_names[OFFLOAD_COUNT] = {"none", "optimizer", "params"};
-static const char *const precision_names[PREC_COUNT] = {"fp32", "fp16", "bf16", "bf16-pure"};
+static const char *const precision_names[PREC_COUNT] = {"fp32", "fp16", "bf16", "bf16-pure",
+                                                               "fp8"};
 static const char *const finetune_names[FT_COUNT] = {"full", "lora", "qlora"};
 static const char *const quant_names[QUANT_COUNT] = {"none", "int8", "nf4", "nf4-dq"};
 static const char *const optimizer_names[OPT_COUNT] = {"adamw", "adamw8bit", "sgd"};
@@ -255,6 +258,34 @@ const char *train_config_check(const struct train_config *c, const struct model_
         return "LoRA needs a rank and target modules";
     if (c->finetune == FT_QLORA && c->quant != QUANT_NF4 && c->quant != QUANT_NF4_DQ)
         return "qlora quantizes the base to nf4";
+    return train_precision_check(c);
+}
+
+const char *train_precision_check(const struct train_config *c)
+{
+    /* torchao's float8 training swaps each trained nn.Linear for Float8Linear
+     * (convert_to_float8_training; torchtitan's float8 converter): full training of the
+     * block weights. A frozen or quantized base under LoRA/QLoRA is not what it converts. */
+    if (c->precision == PREC_FP8 && c->finetune != FT_FULL)
+        return "fp8 (torchao Float8Linear) is full training: not lora or qlora";
+    if (c->precision == PREC_FP8 && c->stack == STACK_COLOSSAL)
+        return "LLMem's equations (--paper, --stack colossal) have no float8 training";
+    if ((c->features & (FEAT_FP8_ALLGATHER | FEAT_FP8_ROWWISE)) && c->precision != PREC_FP8)
+        return "fp8-allgather and fp8-rowwise need --precision fp8";
+    /* torchao: "float8 all-gather only supports tensorwise scaling" (Float8LinearConfig
+     * __post_init__, torchao/float8/config.py) */
+    if ((c->features & FEAT_FP8_ALLGATHER) && (c->features & FEAT_FP8_ROWWISE))
+        return "float8 all-gather needs tensorwise scaling (torchao Float8LinearConfig)";
+    return NULL;
+}
+
+/* torchtitan 9dec370 float8.py _is_sm89_or_later: "Float8 is only supported on SM89 or
+ * later" (Ada, Hopper): torch._scaled_mm needs float8 tensor cores. */
+const char *train_gpu_check(const struct train_config *c, const struct gpu_spec *g)
+{
+    if (g && c->precision == PREC_FP8 && !(g->fp8_tflops > 0))
+        return "fp8 needs float8 tensor cores (SM 8.9 or later: Ada, Hopper, Blackwell); "
+               "this GPU has none (gpus.csv fp8_tflops)";
     return NULL;
 }
 

@@ -19,7 +19,10 @@ enum method {
 /* What `offload` keeps in host memory: the optimizer (fp32 master weights, states and the
  * gradients they are updated from), or that and the 16-bit parameter shards too. */
 enum offload_mode { OFFLOAD_NONE, OFFLOAD_OPTIMIZER, OFFLOAD_PARAMS, OFFLOAD_COUNT };
-enum precision { PREC_FP32, PREC_FP16, PREC_BF16, PREC_BF16_PURE, PREC_COUNT };
+/* PREC_FP8: bf16 mixed precision (as PREC_BF16) whose block Linears are torchao Float8Linear
+ * (float8 e4m3 forward GEMMs, e5m2 gradients, dynamic tensorwise scaling unless
+ * FEAT_FP8_ROWWISE); the lm_head and the embedding stay in bf16 (memmodel.c cites it). */
+enum precision { PREC_FP32, PREC_FP16, PREC_BF16, PREC_BF16_PURE, PREC_FP8, PREC_COUNT };
 enum finetune { FT_FULL, FT_LORA, FT_QLORA, FT_COUNT };
 enum quant { QUANT_NONE, QUANT_INT8, QUANT_NF4, QUANT_NF4_DQ, QUANT_COUNT };
 enum optimizer { OPT_ADAMW, OPT_ADAMW8BIT, OPT_SGD, OPT_COUNT };
@@ -69,6 +72,10 @@ enum feature {
                                      >= bbb1b616e with --training.compile) */
     FEAT_SEQ_PARALLEL = 1u << 21,/* TP with sequence parallelism and vocab-sharded loss
                                     (torchtitan's TP plan): see memmodel.c activation_coeffs */
+    FEAT_FP8_ALLGATHER = 1u << 24,/* --precision fp8: FSDP all-gathers the float8 weights
+                                     (torchao enable_fsdp_float8_all_gather) */
+    FEAT_FP8_ROWWISE = 1u << 25, /* --precision fp8: rowwise (axiswise) scaling instead of
+                                    tensorwise (torchao Float8LinearConfig "rowwise" recipe) */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
@@ -168,6 +175,13 @@ const char *train_config_check(const struct train_config *c, const struct model_
 /* The TP part of it: which degrees the stack's way of splitting the model allows (train.c
  * cites each stack). */
 const char *train_tp_check(const struct train_config *c, const struct model_spec *m);
+/* The precision's part of train_config_check (fp8: full training, not LLMem's equations,
+ * its recipe features), which the sweep's tuning axes apply to each combination. */
+const char *train_precision_check(const struct train_config *c);
+/* What the GPU must offer the configuration: --precision fp8 needs float8 tensor cores
+ * (gpus.csv fp8_tflops > 0: Ada and Hopper or later). NULL when it does, or g is NULL. */
+struct gpu_spec;
+const char *train_gpu_check(const struct train_config *c, const struct gpu_spec *g);
 
 /* Expert-parallel degree: experts sharded over ep ranks of the data-parallel group. A
  * configuration that leaves ep 0 means 1. */

@@ -55,6 +55,8 @@ static void add_tuning(struct grow *g, const struct space_axes *o, uint32_t mode
                     continue;
                 if ((c.finetune == FT_QLORA) != nf4) /* lora+nf4 is qlora: list it once */
                     continue;
+                if (train_precision_check(&c)) /* fp8 is full training only */
+                    continue;
                 int nr = c.finetune == FT_FULL ? 1 : o->lora_r.n;
                 int nt = c.finetune == FT_FULL ? 1 : o->ntargets;
                 /* ranks innermost and ascending: one rank group is consecutive entries */
@@ -176,6 +178,21 @@ void space_why_empty(const struct space_axes *o, const struct model_plan *p, cha
 {
     size_t used = 0;
     buf[0] = '\0';
+    /* no (precision, fine-tuning) pair is valid (fp8 asked for LoRA only): say that */
+    const char *tuning = NULL;
+    bool any_valid = false;
+    for (int pi = 0; pi < o->nprecisions && !any_valid; pi++)
+        for (int fi = 0; fi < o->nfinetunes && !any_valid; fi++) {
+            struct train_config c = layout_config(o, METHOD_SINGLE, 1);
+            c.precision = (enum precision)o->precisions[pi];
+            c.finetune = (enum finetune)o->finetunes[fi];
+            tuning = train_precision_check(&c);
+            any_valid = tuning == NULL;
+        }
+    if (!any_valid && tuning) {
+        snprintf(buf, n, "%s", tuning);
+        return;
+    }
     for (int k = 0; k < o->nmethods; k++)
             for (int gi = 0; gi < o->gpus.n && used + 1 < n; gi++) {
                 const enum method m = (enum method)o->methods[k];

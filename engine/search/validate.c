@@ -42,6 +42,7 @@ static void predict_speed(struct model_plan *p, const struct train_config *c,
     speed_eval(c, &sp, &se);
     double tokens = (double)c->micro_batch * (double)c->seq_len;
     double peak = (c->precision == PREC_FP32 ? g->fp32_tflops
+                   : c->precision == PREC_FP8 && g->fp8_tflops > 0 ? g->fp8_tflops /* float8 GEMMs */
                    : g->bf16_tflops > 0 ? g->bf16_tflops : g->fp16_tflops) * 1e12;
     if (out->measured_tps * se.flops / tokens > peak) {
         out->speed_skip = "inconsistent: needs more than the dense peak FLOP/s";
@@ -57,6 +58,8 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
                                  bool exact_seq, struct validate_row *out, char *why, size_t n)
 {
     const char *bad = train_config_check(c, &p->spec);
+    if (!bad)
+        bad = train_gpu_check(c, g);
     if (bad)
         return snprintf(why, n, "invalid configuration: %s", bad), why;
     if (out->measured_tps > 0 && g)

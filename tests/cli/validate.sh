@@ -40,9 +40,9 @@ rows=$(($(wc -l < "$PROJECT/datasets/measured/public-2.csv") - 1))
 got=$(($(wc -l < "$TMP/v2.csv") - 1))
 [ "$rows" = "$got" ] || fail "validate wrote $got rows for $rows rows of public-2.csv"
 grep -q '^SWB  *[0-9][0-9]*  *0 ' "$TMP/report2.txt" || fail "SWB rows skipped: the Qwen v1 rows must be predicted"
-grep -q '"TT","meta-llama/Llama-3.1-8B",reserved,76.800,,,"skipped: float8 linears are not modelled' \
-  "$TMP/v2.csv" || fail "TT-03 not skipped for float8 linears"
-grep -q '^TT  *4  *14 ' "$TMP/report2.txt" || fail "the four bf16 torchtitan rows (selective AC) must be predicted"
+# issue 16: the float8 rows are --precision fp8 (tests/cli/fp8.sh); context parallelism
+# (TT-08..10, TT-16..18) stays skipped
+grep -q '^TT  *12  *6 ' "$TMP/report2.txt" || fail "the twelve torchtitan rows without context parallelism must be predicted"
 # torchtitan >= bbb1b616e compiles its loss under --training.compile (feature compiled-loss):
 # AOF8-08 (B200, torchtitan 6fc499f, bf16) within 5 % (it was +27.6 % on the hf path)
 awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < -5 || $8 > 5) bad = 1 }
@@ -50,13 +50,15 @@ awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < 
 # issue 12 item 4, over every measured memory row in the repo: the median |error| (6.4 % on
 # 2026-11-24; the issue asks 5 %) and the grade A/B rows predicted more than 10 % below their
 # measurement (20; the issue asks none) may not grow. README "Validation" lists both.
-ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-6.5}
+# issue 16 added the 14 float8 rows of public-2.csv (--precision fp8): with them the median
+# is 7.3 % and the count 27 (README "Validation", the public-2 table), the bounds below.
+ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-7.5}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
   --measured "$PROJECT/datasets/measured/salisbury-table1.csv" \
   --measured "$PROJECT/datasets/measured/public-2.csv" --summary --fail-above "$ALL_BOUND" \
   > "$TMP/all.txt" || fail "median error over every measured row above $ALL_BOUND %"
-grep -Eq '^all +133 ' "$TMP/all.txt" || fail "133 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
+grep -Eq '^all +147 ' "$TMP/all.txt" || fail "147 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
 below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.txt")
-[ -n "$below" ] && [ "$below" -le 20 ] || fail "grade A/B rows more than 10 % below: $below (at most 20)"
+[ -n "$below" ] && [ "$below" -le 27 ] || fail "grade A/B rows more than 10 % below: $below (at most 27)"
 grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6 %: $(grep '^SWB ' "$TMP/all.txt")"
 finish
