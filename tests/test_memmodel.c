@@ -133,6 +133,79 @@ static void test_eager_attention(void **state)
                          sdpa.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 5632);
 }
 
+/* Softcapped attention (Gemma 2): tanh keeps its output, one more scores-sized tensor in
+ * the compute dtype: 4 heads x 2 bytes x s = 64 per token at s = 8, over 2 blocks and 16
+ * tokens +2048 beside eager attention's +5632. litgpt cannot use SDPA for it
+ * (FEAT_SOFTCAP_EAGER), so its stack is eager on such a model without being asked; a
+ * model without softcapping stays on SDPA there. */
+static void test_softcap_attention(void **state)
+{
+    (void)state;
+    struct model_plan cap;
+    struct model_spec m = plan.spec;
+    m.attn_softcap = true;
+    assert_int_equal(plan_init(&cap, &m), 0);
+    struct train_config c = base_config();
+    struct mem_options o = {.paper = false, .base_bytes = 1 << 20};
+    struct mem_estimate sdpa, eager, lit, lit_off, plain;
+    memmodel_predict(&cap, &c, &o, &sdpa);
+    c.features |= FEAT_EAGER_ATTN;
+    memmodel_predict(&cap, &c, &o, &eager);
+    assert_int_equal(eager.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
+                         sdpa.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 5632 + 2048);
+    c = base_config();
+    c.stack = STACK_LITGPT;
+    c.features = stack_features(STACK_LITGPT);
+    memmodel_predict(&cap, &c, &o, &lit);
+    assert_true(memmodel_eager_attn(&cap.spec, &c));
+    assert_false(memmodel_eager_attn(&plan.spec, &c));
+    memmodel_predict(&plan, &c, &o, &plain);
+    c.features &= ~(uint32_t)FEAT_SOFTCAP_EAGER;
+    memmodel_predict(&cap, &c, &o, &lit_off);
+    assert_int_equal(lit.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
+                         lit_off.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 5632 + 2048);
+    assert_int_equal(plain.phase[PHASE_FORWARD][TERM_ACTIVATIONS],
+                     lit_off.phase[PHASE_FORWARD][TERM_ACTIVATIONS]);
+    plan_free(&cap);
+}
+
+/* A base Lightning quantized from fp16 (litgpt, FEAT_DEQUANT_CAST) dequantizes each weight
+ * to fp16 and casts it to bf16 beside it: 2 + 2 bytes a weight while the cast runs. The
+ * largest block Linear is 64 x 128 = 8192 weights (32768 bytes, 16384 without the cast),
+ * the quantized lm_head 64000 (256000, 128000 without). Under fp16 compute the cast is a
+ * no-op: 2 bytes. */
+static void test_dequant_cast(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.stack = STACK_LITGPT;
+    c.finetune = FT_QLORA;
+    c.quant = QUANT_NF4;
+    c.lora_r = 4;
+    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
+    c.features = stack_features(STACK_LITGPT);
+    struct mem_resident r;
+    memmodel_resident(&plan, &c, MEM_STAGE_ALL, &r);
+    assert_int_equal(r.dequant, 32768);
+    assert_int_equal(r.dequant_head, 256000);
+    struct mem_estimate with, without;
+    predict(&c, &with);
+    c.features &= ~(uint32_t)FEAT_DEQUANT_CAST;
+    memmodel_resident(&plan, &c, MEM_STAGE_ALL, &r);
+    assert_int_equal(r.dequant, 16384);
+    assert_int_equal(r.dequant_head, 128000);
+    predict(&c, &without);
+    assert_int_equal(with.phase[PHASE_LOSS][TERM_ACTIVATIONS] -
+                         without.phase[PHASE_LOSS][TERM_ACTIVATIONS], 128000);
+    assert_int_equal(with.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
+                         without.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 16384);
+    c.features |= FEAT_DEQUANT_CAST;
+    c.precision = PREC_FP16;
+    memmodel_resident(&plan, &c, MEM_STAGE_ALL, &r);
+    assert_int_equal(r.dequant, 16384);
+    assert_int_equal(r.dequant_head, 128000);
+}
+
 /* HF loss on an fp32 upcast: 12 bytes per token and vocab entry: 12 x 16 x 1000. litgpt's
  * full fine-tuning keeps full 16-bit logits, chunk copies and 16-bit log_softmax:
  * 6 x 16 x 1000; its LoRA recipes chunk the lm_head too: 4 x 16 x 1000. */
@@ -564,6 +637,8 @@ int main(void)
         cmocka_unit_test(test_optimizer_step_full_bf16),
         cmocka_unit_test(test_forward_activations),
         cmocka_unit_test(test_eager_attention),
+        cmocka_unit_test(test_softcap_attention),
+        cmocka_unit_test(test_dequant_cast),
         cmocka_unit_test(test_logits), cmocka_unit_test(test_blas_workspace),
         cmocka_unit_test(test_variable_reserved), cmocka_unit_test(test_fsdp_mixed_precision), cmocka_unit_test(test_reserved_capacity),
         cmocka_unit_test(test_qlora_weights),

@@ -47,13 +47,15 @@
 #define SRC_AMP "torch autocast: a 16-bit copy of each fp32 weight per matmul, kept for backward " \
                 "(one block's under reentrant checkpointing)"
 #define SRC_DEQUANT "bitsandbytes autograd/_functions.py MatMul4Bit: the weight dequantized " \
-                    "per matmul"
+                    "per matmul (+ its fp16 dequantized copy beside the cast when Lightning " \
+                    "quantized it from fp16)"
 #define SRC_NORM "HF LlamaRMSNorm saves its fp32 input (LayerNorm its input), + the output of a " \
                  "trained weight"
 #define SRC_LIN_IN "torch.nn.Linear saves its input for the weight gradient; + one copy for LoRA " \
                    "(measured rows, README Known gap), + bitsandbytes MatMul4Bit's saved input"
 #define SRC_SDPA "torch SDPA (flash / memory-efficient): q, k, v, output + fp32 logsumexp per head"
-#define SRC_EAGER "eager attention: q, expanded k and v, fp32 softmax and its 16-bit cast"
+#define SRC_EAGER "eager attention: q, expanded k and v, fp32 softmax and its 16-bit cast " \
+                  "(+ tanh softcapping's output: litgpt model.py, Gemma 2)"
 #define SRC_MLP "HF gated MLP: gate, act(gate), up (a plain MLP: fc1's output); MoE: " \
                 "transformers MixtralSparseMoeBlock @00d4b3d2 expert loop"
 #define SRC_LORA_ACT "PEFT lora layer: lora_A's input (dropout copy and mask, or its fp32 cast) " \
@@ -552,7 +554,7 @@ static void block_rows(struct build *b, const struct ctx *x, uint64_t blocks, co
     const struct { const char *name; uint64_t tok; const char *src; } kinds[] = {
         {"norms", a.norms, SRC_NORM},
         {"linear inputs", a.lin_in, SRC_LIN_IN},
-        {"attention", a.attn, (x->c->features & FEAT_EAGER_ATTN) ? SRC_EAGER : SRC_SDPA},
+        {"attention", a.attn, memmodel_eager_attn(&x->p->spec, x->c) ? SRC_EAGER : SRC_SDPA},
         {"attention scores", a.attn_s * (uint64_t)x->c->seq_len, SRC_EAGER},
         {"MLP", a.mlp, SRC_MLP},
         {"LoRA adapters", a.lora, SRC_LORA_ACT},

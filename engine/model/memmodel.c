@@ -101,6 +101,23 @@ double memmodel_frozen_elem_bytes(const struct train_config *c, bool quantized)
     return (c->precision == PREC_FP32 || (mixed(c) && (c->features & FEAT_FP32_BASE))) ? 4.0 : 2.0;
 }
 
+/* Bytes per weight element while a quantized Linear computes: bitsandbytes' MatMul4Bit
+ * runs linear(A, dequantize_4bit(B, quant_state).to(A.dtype).t()) (bitsandbytes 0.42.0
+ * autograd/_functions.py:516, backward :546 the same), and dequantize_4bit allocates its
+ * output in quant_state.dtype, the dtype the weight had when it was quantized
+ * (functional.py:1026 torch.empty(quant_state.shape, dtype=quant_state.dtype)). Lightning's
+ * BitsandbytesPrecision, which litgpt uses, quantizes from `weight.contiguous().to(device,
+ * dtype=torch.half)` (lightning src/lightning/fabric/plugins/precision/bitsandbytes.py
+ * _Linear4bit.quantize at 438f29f0, Mar 2024, and at the Oct 2023 version lit-gpt 8641822
+ * ran), so under a bf16 (or fp32) compute dtype the fp16 dequantized weight and its cast
+ * exist together until the cast returns: 2 + gb bytes a weight (feature dequant-cast).
+ * HF's bitsandbytes integration quantizes from the loaded dtype, where .to() is a no-op. */
+static uint64_t dequant_bytes(const struct train_config *c, uint64_t gb)
+{
+    const bool cast = (c->features & FEAT_DEQUANT_CAST) && c->precision != PREC_FP16;
+    return gb + (cast ? 2 : 0);
+}
+
 static double frozen_bytes(const struct model_plan *p, const struct train_config *c,
                            double frozen_params, double quant_w, double tpdiv)
 {
@@ -257,8 +274,9 @@ static void resident_terms(const struct model_plan *p, const struct train_config
         double quant_w = (double)(p->linear_w - p->head_p) / tpdiv + (qhead ? head : 0) - ep_cut;
         r->w = (uint64_t)((frozen_bytes(p, c, base, quant_w, tpdiv) + (ds ? 0 : r->trained * (double)wt)) / dpdiv);
         if (c->quant != QUANT_NONE) { /* dequantized to the compute dtype for each matmul */
-            r->dequant = (uint64_t)((double)p->max_linear_w / tpdiv) * gb;
-            r->dequant_head = qhead ? (uint64_t)head * gb : 0;
+            const uint64_t db = dequant_bytes(c, gb);
+            r->dequant = (uint64_t)((double)p->max_linear_w / tpdiv) * db;
+            r->dequant_head = qhead ? (uint64_t)head * db : 0;
         }
     }
     if (ds) {
@@ -650,6 +668,17 @@ static void kept_outputs(const struct model_plan *p, const struct train_config *
                        (uint64_t)c->tp;
 }
 
+/* Whether the attention materialises its scores: eager attention asked for, or a stack
+ * that cannot use SDPA with softcapped scores (litgpt model.py at 2b195c7f and 00af8b0d,
+ * CausalSelfAttention.scaled_dot_product_attention: "with softcapping we cannot use SDPA",
+ * then q @ k.mT, tanh softcapping, the causal mask added, softmax(dtype=float), .to(q.dtype),
+ * @ v). */
+bool memmodel_eager_attn(const struct model_spec *m, const struct train_config *c)
+{
+    return (c->features & FEAT_EAGER_ATTN) ||
+           (m->attn_softcap && (c->features & FEAT_SOFTCAP_EAGER));
+}
+
 void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, struct mem_act_tok *a)
 {
     const struct model_spec *m = &p->spec;
@@ -676,9 +705,16 @@ void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, 
     /* q/k/v read one normalised input; the MLP another unless the block is parallel */
     const uint64_t lin_in = copies * ea * (h * (m->norms_per_layer == 1 ? 1 : 2) + ao / tp + i / tp);
     uint64_t attn, attn_s = 0;
-    if (c->features & FEAT_EAGER_ATTN) {
+    if (memmodel_eager_attn(m, c)) {
         attn = ea * 3 * q / tp;
         attn_s = heads * (ea == 2 ? 6 : 4) / tp;
+        /* tanh softcapping (Gemma 2) between the score matmul and the softmax: scores /
+         * cap, tanh, * cap; tanh saves its output for backward (the divisions and the
+         * multiply by a Python scalar save nothing): one more scores-sized tensor in the
+         * compute dtype. litgpt model.py CausalSelfAttention.scaled_dot_product_attention
+         * (2b195c7f, 00af8b0d); transformers Gemma2 eager_attention_forward the same. */
+        if (m->attn_softcap)
+            attn_s += heads * ea / tp;
     } else {
         attn = (ea * (q + kv + v + ao) + 4 * heads) / tp;
     }

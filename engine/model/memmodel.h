@@ -140,6 +140,9 @@ struct mem_act_tok {
     uint64_t norms, lin_in, attn, attn_s, mlp, lora;
 };
 void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, struct mem_act_tok *a);
+/* Whether the attention of c on m keeps its scores (eager, or softcapped under a stack
+ * without SDPA for it). */
+bool memmodel_eager_attn(const struct model_spec *m, const struct train_config *c);
 
 /* Whether a prediction uses the LLMem equations (--paper, or the colossal stack): then the
  * plan's chunk size must have been searched (plan_chunk) before memmodel_prepare. */

@@ -69,6 +69,11 @@ enum feature {
                                      >= bbb1b616e with --training.compile) */
     FEAT_SEQ_PARALLEL = 1u << 21,/* TP with sequence parallelism and vocab-sharded loss
                                     (torchtitan's TP plan): see memmodel.c activation_coeffs */
+    FEAT_SOFTCAP_EAGER = 1u << 24,/* the stack computes softcapped attention eagerly (litgpt:
+                                     "with softcapping we cannot use SDPA") */
+    FEAT_DEQUANT_CAST = 1u << 25, /* the quantized base was quantized from fp16 (Lightning's
+                                     BitsandbytesPrecision): each dequantized weight is fp16
+                                     and cast to the compute dtype beside it */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
