@@ -668,6 +668,43 @@ static void kept_outputs(const struct model_plan *p, const struct train_config *
                        (uint64_t)c->tp;
 }
 
+/* Whether SDPA receives K and V repeated to every query head (grouped-query attention,
+ * kv_heads < heads) and saves those copies for backward: 0 never, 1 always, 2 only in
+ * padded batches of several samples.
+ *  - litgpt (model.py CausalSelfAttention.forward at 5895df10 and 2b195c7f): k.expand and
+ *    v.expand to the query groups, then reshape(B, -1, T, hs), a copy, into SDPA;
+ *  - torchtune (modules/attention.py at 0217d44c and 30b8519e): k.expand / v.expand, then
+ *    reshape(b, s, -1, head_dim);
+ *  - torchtitan (models/llama/model.py at 9dec370: repeat_kv, unsqueeze + expand +
+ *    reshape, before F.scaled_dot_product_attention);
+ *  - HF transformers (integrations/sdpa_attention.py sdpa_attention_forward at 00c238bd):
+ *    repeat_kv unless use_gqa_in_sdpa, which needs torch >= 2.5 and attention_mask None;
+ *    the mask is dropped only when no sample of the batch is padded (masking_utils'
+ *    causal-skip), so K and V are repeated in variable-length batches of several samples.
+ *    Earlier transformers repeated them always (LlamaSdpaAttention); the hf-4.x stacks take
+ *    the current rule, a lower bound there.
+ * Eager attention counts the repeated K and V already; the flash-attn package takes K and
+ * V with their kv_heads (Dao-AILab/flash-attention flash_attn_interface.py: "Supports
+ * multi-query and grouped-query attention (MQA/GQA) by passing in KV with fewer heads than
+ * Q"), as does llm-foundry's Triton kernel on its MHA models. */
+static int kv_repeat(const struct train_config *c)
+{
+    if (c->features & (FEAT_FLASH_ATTN | FEAT_TRITON_ATTN))
+        return 0;
+    switch (c->stack) {
+    case STACK_LITGPT:
+    case STACK_TORCHTUNE:
+    case STACK_TORCHTITAN:
+        return 1;
+    case STACK_HF:
+    case STACK_HF_446:
+    case STACK_HF_431:
+        return c->data == DATA_VARIABLE ? 2 : 0;
+    default:
+        return 0;
+    }
+}
+
 /* Whether the attention materialises its scores: eager attention asked for, or a stack
  * that cannot use SDPA with softcapped scores (litgpt model.py at 2b195c7f and 00af8b0d,
  * CausalSelfAttention.scaled_dot_product_attention: "with softcapping we cannot use SDPA",
@@ -704,7 +741,8 @@ void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, 
                                     : (m->norm == NORM_RMSNORM ? 4 : er) * h + (trained ? ea * h : 0)) / sp;
     /* q/k/v read one normalised input; the MLP another unless the block is parallel */
     const uint64_t lin_in = copies * ea * (h * (m->norms_per_layer == 1 ? 1 : 2) + ao / tp + i / tp);
-    uint64_t attn, attn_s = 0;
+    uint64_t attn, attn_s = 0, kv_rep = 0;
+    bool kv_rep_on = false;
     if (memmodel_eager_attn(m, c)) {
         attn = ea * 3 * q / tp;
         attn_s = heads * (ea == 2 ? 6 : 4) / tp;
@@ -717,6 +755,12 @@ void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, 
             attn_s += heads * ea / tp;
     } else {
         attn = (ea * (q + kv + v + ao) + 4 * heads) / tp;
+        const int rep = kv_repeat(c);
+        if (rep && kv < q) { /* K to the query width, V to the attention-output width */
+            kv_rep = ea * ((q - kv) + (ao - v)) / tp;
+            kv_rep_on = rep == 1 || c->micro_batch > 1;
+            attn += kv_rep_on ? kv_rep : 0;
+        }
     }
     attn += qk_norm_tok(m, ea, trained) / tp + latent_tok(m, ea, trained);
     uint64_t mlp = (m->mlp == MLP_GATED ? (compiled ? 2 : 3) : 1) * ea * i / tp + moe_tok(p, ea);
@@ -724,7 +768,8 @@ void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, 
     uint64_t norms = (uint64_t)(m->norms_per_layer > 2 ? 2 : m->norms_per_layer) * norm +
                      (uint64_t)(m->norms_per_layer > 2 ? m->norms_per_layer - 2 : 0) * 4 * h;
     *a = (struct mem_act_tok){.ea = ea, .er = er, .norm = norm, .norms = norms, .lin_in = lin_in,
-                              .attn = attn, .attn_s = attn_s, .mlp = mlp, .lora = lora};
+                              .attn = attn, .attn_s = attn_s, .mlp = mlp, .lora = lora,
+                              .kv_rep = kv_rep, .kv_rep_on = kv_rep_on};
 }
 
 static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
@@ -734,8 +779,11 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     memmodel_act_tok(p, c, &a);
     const uint64_t ea = a.ea, er = a.er, h = (uint64_t)p->spec.hidden, i = (uint64_t)p->inter_active;
     const uint64_t tp = (uint64_t)c->tp, sp = seq_parallel(c), norm = a.norm;
-    mp->layer_tok = a.norms + a.lin_in + a.attn + a.mlp + a.lora;
+    /* the repeated K and V are added per point when the micro-batch pads (kv_repeat) */
+    mp->layer_tok = a.norms + a.lin_in + a.attn + a.mlp + a.lora - (a.kv_rep_on ? a.kv_rep : 0);
     mp->layer_tok_s = a.attn_s;
+    mp->kv_rep_tok = a.kv_rep;
+    mp->kv_rep_padded = kv_repeat(c) == 2;
     mp->ckpt_tok = c->ckpt_selective ? sac_tok(p, c, ea, er) : er * h / sp;
     /* final norm and the lm_head input (gathered: ColwiseParallel(input_layouts=Shard(1))) */
     mp->tail_tok = norm + ea * h;
@@ -861,7 +909,9 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         return;
     }
     const uint64_t s = (uint64_t)c->seq_len, t = bytes_mul((uint64_t)c->micro_batch, s);
-    const uint64_t layer = bytes_mul(t, bytes_add(mp->layer_tok, bytes_mul(mp->layer_tok_s, s)));
+    const uint64_t kv_rep = !mp->kv_rep_padded || c->micro_batch > 1 ? mp->kv_rep_tok : 0;
+    const uint64_t layer = bytes_mul(t, bytes_add(bytes_add(mp->layer_tok, kv_rep),
+                                                  bytes_mul(mp->layer_tok_s, s)));
     const uint64_t per_block = mp->ckpt ? bytes_mul(t, mp->ckpt_tok) : layer;
     /* blocks whose activations are held: [0] forward (pp: the first stage's micro-batches
      * in flight), [1] at the loss (pp: the last stage's one) */

@@ -74,6 +74,8 @@ enum feature {
     FEAT_DEQUANT_CAST = 1u << 25, /* the quantized base was quantized from fp16 (Lightning's
                                      BitsandbytesPrecision): each dequantized weight is fp16
                                      and cast to the compute dtype beside it */
+    FEAT_FLASH_ATTN = 1u << 26,   /* the flash-attn package (HF flash_attention_2): K and V
+                                     keep their kv_heads, GQA in the kernel */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
