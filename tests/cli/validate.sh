@@ -48,15 +48,19 @@ grep -q '^TT  *4  *14 ' "$TMP/report2.txt" || fail "the four bf16 torchtitan row
 awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < -5 || $8 > 5) bad = 1 }
   END { exit !(f && !bad) }' "$TMP/v2.csv" || fail "AOF8-08 not predicted within 5 %"
 # issue 12 item 4, over every measured memory row in the repo: the median |error| (6.4 % on
-# 2026-11-24; the issue asks 5 %) and the grade A/B rows predicted more than 10 % below their
-# measurement (20; the issue asks none) may not grow. README "Validation" lists both.
-ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-6.5}
+# 2026-11-24, 5.5 % after the dequantize cast, softcapped attention and repeated K/V terms;
+# the issue asks 5 %), the grade A/B median (5.4, then 4.4) and the grade A/B rows predicted
+# more than 10 % below their measurement (20, then 8; the issue asks none) may not grow.
+# README "Validation" lists them.
+ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-5.5}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
   --measured "$PROJECT/datasets/measured/salisbury-table1.csv" \
   --measured "$PROJECT/datasets/measured/public-2.csv" --summary --fail-above "$ALL_BOUND" \
   > "$TMP/all.txt" || fail "median error over every measured row above $ALL_BOUND %"
 grep -Eq '^all +133 ' "$TMP/all.txt" || fail "133 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
 below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.txt")
-[ -n "$below" ] && [ "$below" -le 20 ] || fail "grade A/B rows more than 10 % below: $below (at most 20)"
+[ -n "$below" ] && [ "$below" -le 8 ] || fail "grade A/B rows more than 10 % below: $below (at most 8)"
+awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 4.5) bad = 1 } END { exit !(f && !bad) }' \
+  "$TMP/all.txt" || fail "grade A/B median above 4.5 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
 grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6 %: $(grep '^SWB ' "$TMP/all.txt")"
 finish
