@@ -264,6 +264,11 @@ static void test_kv_repeat(void **state)
     predict(&c, &flash1);
     assert_int_equal(tt1.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
                          flash1.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 2048);
+    /* torch.compile's partitioner recomputes the repeat in backward */
+    c.features = stack_features(STACK_TORCHTUNE) | FEAT_COMPILE;
+    memmodel_act_tok(&plan, &c, &a);
+    assert_false(a.kv_rep_on);
+    assert_int_equal(a.kv_rep, 0);
 }
 
 /* HF loss on an fp32 upcast: 12 bytes per token and vocab entry: 12 x 16 x 1000. litgpt's

@@ -686,10 +686,15 @@ static void kept_outputs(const struct model_plan *p, const struct train_config *
  * Eager attention counts the repeated K and V already; the flash-attn package takes K and
  * V with their kv_heads (Dao-AILab/flash-attention flash_attn_interface.py: "Supports
  * multi-query and grouped-query attention (MQA/GQA) by passing in KV with fewer heads than
- * Q"), as does llm-foundry's Triton kernel on its MHA models. */
+ * Q"), as does llm-foundry's Triton kernel on its MHA models. Under torch.compile the
+ * min-cut partitioner saves the smallest set of tensors from which backward can recompute
+ * the rest, and expand, clone, reshape and _unsafe_view are in its recomputable ops
+ * (pytorch/pytorch torch/_functorch/partitioners.py, min_cut_rematerialization_partition's
+ * default_recomputable_ops for inductor, at c28ba8e5): it keeps K and V at their KV width
+ * and repeats them again in backward. */
 static int kv_repeat(const struct train_config *c)
 {
-    if (c->features & (FEAT_FLASH_ATTN | FEAT_TRITON_ATTN))
+    if (c->features & (FEAT_FLASH_ATTN | FEAT_TRITON_ATTN | FEAT_COMPILE))
         return 0;
     switch (c->stack) {
     case STACK_LITGPT:
