@@ -519,8 +519,12 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
     row_bytes(b, TERM_ACTIVATIONS, "autocast 16-bit copies of the fp32 weights", "bf16", f->amp, SRC_AMP);
     row_bytes(b, TERM_ACTIVATIONS, "autocast 16-bit copy of one block's weights", "bf16", f->amp_one_block,
               SRC_AMP);
-    row_bytes(b, TERM_ACTIVATIONS, "dequantized block Linear (the largest)", "bf16", f->dequant, SRC_DEQUANT);
-    row_bytes(b, TERM_ACTIVATIONS, "dequantized lm_head", "bf16", f->dequant_head, SRC_DEQUANT);
+    /* Lightning quantized from fp16 (memmodel.c dequant_bytes): the fp16 dequantized weight
+     * beside its cast to the compute dtype */
+    const bool cast = (x->c->features & FEAT_DEQUANT_CAST) && x->c->precision != PREC_FP16;
+    const char *dq = cast ? "fp16+bf16" : "bf16";
+    row_bytes(b, TERM_ACTIVATIONS, "dequantized block Linear (the largest)", dq, f->dequant, SRC_DEQUANT);
+    row_bytes(b, TERM_ACTIVATIONS, "dequantized lm_head", dq, f->dequant_head, SRC_DEQUANT);
     row_bytes(b, TERM_COMM, f->gather_bwd ? "gathered units in backward" : "gathered units", "bf16",
               f->gather, SRC_GATHER);
     row_bytes(b, TERM_COMM, "gradient buckets", "-", f->bucket, SRC_BUCKET);
