@@ -146,6 +146,8 @@ static void print_mode_args(FILE *f, const struct report_inputs *opt)
         fprintf(f, " --stack %s", stack_name(opt->axes.stack));
     if (opt->axes.eager)
         fputs(" --attention eager", f);
+    else if (opt->axes.flash)
+        fputs(" --attention flash", f);
     if (opt->paper)
         fputs(" --paper", f);
     if (opt->llmem_rank)
@@ -303,7 +305,8 @@ static void write_gpu_input(struct html_out *o)
     if (m->stack[0]) {
         fputs("<dt>Training stack</dt><dd>", f);
         html_text(f, m->stack);
-        fprintf(f, "%s%s</dd>\n", m->in && m->in->axes.eager ? ", eager attention" : "",
+        fprintf(f, "%s%s</dd>\n", m->in && m->in->axes.eager ? ", eager attention"
+                                   : m->in && m->in->axes.flash ? ", flash-attn" : "",
                 m->paper ? "; LLMem paper equations (--paper)" : "");
     }
 }

@@ -197,7 +197,20 @@ static void test_gemma_2_2b(void **state)
     assert_int_equal(m.norms_per_layer, 4);
     assert_true(m.tied);
     assert_false(m.qkv_bias);
+    assert_true(m.attn_softcap); /* attn_logit_softcapping 50.0 */
     assert_params(&m, 2614341888);
+    /* null turns the softcapping off; absent keeps gemma2's default; gemma (v1) has none */
+    parse_ok("{\"model_type\": \"gemma2\", \"hidden_size\": 2304, \"intermediate_size\": "
+             "9216, \"num_attention_heads\": 8, \"num_key_value_heads\": 4, "
+             "\"num_hidden_layers\": 26, \"vocab_size\": 256000, \"head_dim\": 256, "
+             "\"attn_logit_softcapping\": null}",
+             &m);
+    assert_false(m.attn_softcap);
+    parse_ok("{\"model_type\": \"gemma2\", \"hidden_size\": 2304, \"intermediate_size\": "
+             "9216, \"num_attention_heads\": 8, \"num_key_value_heads\": 4, "
+             "\"num_hidden_layers\": 26, \"vocab_size\": 256000, \"head_dim\": 256}",
+             &m);
+    assert_true(m.attn_softcap);
 }
 
 static void test_opt_350m(void **state)
@@ -398,6 +411,7 @@ static void test_gemma_head_dim_default(void **state)
     assert_int_equal(m.head_dim, 256);
     assert_true(m.tied);
     assert_int_equal(m.max_pos, 8192);
+    assert_false(m.attn_softcap);
 }
 
 static void test_stablelm_keys(void **state)

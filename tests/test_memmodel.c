@@ -88,7 +88,9 @@ static void test_forward_activations(void **state)
     struct train_config c = base_config();
     struct mem_estimate e;
     predict(&c, &e);
-    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 90624);
+    /* 90624 with K and V at their kv width; HF repeats them to the 4 query heads in a
+     * padded batch of 2 (test_kv_repeat): + 2 x (32 + 32) = 128 per block and token, 4096 */
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 90624 + 4096);
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_GRADS], 0); /* set_to_none between steps */
     /* checkpointing keeps one boundary (e_r h = 128 bytes) per block and token:
      * 2 x 128 x 16 + 512 x 16 = 12288 */
@@ -118,9 +120,10 @@ static void test_fsdp_mixed_precision(void **state)
     assert_true(stack_features(STACK_TORCHTITAN) & FEAT_FSDP_MP);
 }
 
-/* Eager attention keeps q and the expanded k, v (3 x 2 x 64 = 384) instead of SDPA's 400,
- * plus fp32 softmax and 16-bit probabilities per head and key: 4 x 6 x s = 192 per token
- * at s = 8. Per block and token +176; over 2 blocks and 16 tokens +5632. */
+/* Eager attention keeps q and the expanded k, v (3 x 2 x 64 = 384) instead of SDPA's 528
+ * (q, K and V repeated to the query heads in HF's padded batch, output: 4 x 2 x 64, + 16
+ * logsumexp), plus fp32 softmax and 16-bit probabilities per head and key: 4 x 6 x s = 192
+ * per token at s = 8. Per block and token +48; over 2 blocks and 16 tokens +1536. */
 static void test_eager_attention(void **state)
 {
     (void)state;
@@ -130,7 +133,142 @@ static void test_eager_attention(void **state)
     c.features |= FEAT_EAGER_ATTN;
     predict(&c, &eager);
     assert_int_equal(eager.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
-                         sdpa.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 5632);
+                         sdpa.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 1536);
+}
+
+/* Softcapped attention (Gemma 2): tanh keeps its output, one more scores-sized tensor in
+ * the compute dtype: 4 heads x 2 bytes x s = 64 per token at s = 8, over 2 blocks and 16
+ * tokens +2048 beside eager attention's +1536. litgpt cannot use SDPA for it
+ * (FEAT_SOFTCAP_EAGER), so its stack is eager on such a model without being asked; a
+ * model without softcapping stays on SDPA there. */
+static void test_softcap_attention(void **state)
+{
+    (void)state;
+    struct model_plan cap;
+    struct model_spec m = plan.spec;
+    m.attn_softcap = true;
+    assert_int_equal(plan_init(&cap, &m), 0);
+    struct train_config c = base_config();
+    struct mem_options o = {.paper = false, .base_bytes = 1 << 20};
+    struct mem_estimate sdpa, eager, lit, lit_off, plain;
+    memmodel_predict(&cap, &c, &o, &sdpa);
+    c.features |= FEAT_EAGER_ATTN;
+    memmodel_predict(&cap, &c, &o, &eager);
+    assert_int_equal(eager.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
+                         sdpa.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 1536 + 2048);
+    c = base_config();
+    c.stack = STACK_LITGPT;
+    c.features = stack_features(STACK_LITGPT);
+    memmodel_predict(&cap, &c, &o, &lit);
+    assert_true(memmodel_eager_attn(&cap.spec, &c));
+    assert_false(memmodel_eager_attn(&plan.spec, &c));
+    memmodel_predict(&plan, &c, &o, &plain);
+    c.features &= ~(uint32_t)FEAT_SOFTCAP_EAGER;
+    memmodel_predict(&cap, &c, &o, &lit_off);
+    assert_int_equal(lit.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
+                         lit_off.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 1536 + 2048);
+    assert_int_equal(plain.phase[PHASE_FORWARD][TERM_ACTIVATIONS],
+                     lit_off.phase[PHASE_FORWARD][TERM_ACTIVATIONS]);
+    plan_free(&cap);
+}
+
+/* A base Lightning quantized from fp16 (litgpt, FEAT_DEQUANT_CAST) dequantizes each weight
+ * to fp16 and casts it to bf16 beside it: 2 + 2 bytes a weight while the cast runs. The
+ * largest block Linear is 64 x 128 = 8192 weights (32768 bytes, 16384 without the cast),
+ * the quantized lm_head 64000 (256000, 128000 without). Under fp16 compute the cast is a
+ * no-op: 2 bytes. */
+static void test_dequant_cast(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.stack = STACK_LITGPT;
+    c.finetune = FT_QLORA;
+    c.quant = QUANT_NF4;
+    c.lora_r = 4;
+    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
+    c.features = stack_features(STACK_LITGPT);
+    struct mem_resident r;
+    memmodel_resident(&plan, &c, MEM_STAGE_ALL, &r);
+    assert_int_equal(r.dequant, 32768);
+    assert_int_equal(r.dequant_head, 256000);
+    struct mem_estimate with, without;
+    predict(&c, &with);
+    c.features &= ~(uint32_t)FEAT_DEQUANT_CAST;
+    memmodel_resident(&plan, &c, MEM_STAGE_ALL, &r);
+    assert_int_equal(r.dequant, 16384);
+    assert_int_equal(r.dequant_head, 128000);
+    predict(&c, &without);
+    assert_int_equal(with.phase[PHASE_LOSS][TERM_ACTIVATIONS] -
+                         without.phase[PHASE_LOSS][TERM_ACTIVATIONS], 128000);
+    assert_int_equal(with.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
+                         without.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 16384);
+    c.features |= FEAT_DEQUANT_CAST;
+    c.precision = PREC_FP16;
+    memmodel_resident(&plan, &c, MEM_STAGE_ALL, &r);
+    assert_int_equal(r.dequant, 16384);
+    assert_int_equal(r.dequant_head, 128000);
+}
+
+/* Grouped-query attention: q 64 (4 heads), K and V 32 each (2 KV heads). litgpt,
+ * torchtune and torchtitan repeat K and V to the query heads before SDPA, which saves the
+ * copies: + 2 x ((64 - 32) + (64 - 32)) = 128 per block and token, over 2 blocks and 16
+ * tokens 4096 beside K and V at their width (flash-attn). HF repeats them only when a mask
+ * is needed: variable lengths with more than one sample in the micro-batch; at micro-batch
+ * 1 or with packed batches SDPA's enable_gqa takes them as they are. The per-point term
+ * and memmodel_act_tok agree. */
+static void test_kv_repeat(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate hf2, flash2, pk2, hf1, flash1, tt2, tt1;
+    struct mem_act_tok a;
+    predict(&c, &hf2);
+    memmodel_act_tok(&plan, &c, &a);
+    assert_true(a.kv_rep_on);
+    assert_int_equal(a.kv_rep, 128);
+    c.features |= FEAT_FLASH_ATTN;
+    predict(&c, &flash2);
+    assert_int_equal(hf2.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
+                         flash2.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 4096);
+    c = base_config();
+    c.data = DATA_PACKED;
+    predict(&c, &pk2);
+    assert_int_equal(pk2.phase[PHASE_FORWARD][TERM_ACTIVATIONS],
+                     flash2.phase[PHASE_FORWARD][TERM_ACTIVATIONS]);
+    c = base_config();
+    c.micro_batch = 1;
+    predict(&c, &hf1);
+    memmodel_act_tok(&plan, &c, &a);
+    assert_false(a.kv_rep_on);
+    c.features |= FEAT_FLASH_ATTN;
+    predict(&c, &flash1);
+    assert_int_equal(hf1.phase[PHASE_FORWARD][TERM_ACTIVATIONS],
+                     flash1.phase[PHASE_FORWARD][TERM_ACTIVATIONS]);
+    /* prepared once at micro-batch 1, evaluated at 2: the per-point term follows */
+    struct mem_options o = {.paper = false, .base_bytes = 1 << 20};
+    struct mem_prepared mp;
+    c = base_config();
+    c.micro_batch = 1;
+    memmodel_prepare(&plan, &c, &o, &mp);
+    c.micro_batch = 2;
+    memmodel_eval(&plan, &c, &o, &mp, &tt2);
+    assert_int_equal(tt2.phase[PHASE_FORWARD][TERM_ACTIVATIONS],
+                     hf2.phase[PHASE_FORWARD][TERM_ACTIVATIONS]);
+    /* torchtune repeats at any micro-batch */
+    c = base_config();
+    c.stack = STACK_TORCHTUNE;
+    c.features = stack_features(STACK_TORCHTUNE);
+    c.micro_batch = 1;
+    predict(&c, &tt1);
+    c.features |= FEAT_FLASH_ATTN;
+    predict(&c, &flash1);
+    assert_int_equal(tt1.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
+                         flash1.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 2048);
+    /* torch.compile's partitioner recomputes the repeat in backward */
+    c.features = stack_features(STACK_TORCHTUNE) | FEAT_COMPILE;
+    memmodel_act_tok(&plan, &c, &a);
+    assert_false(a.kv_rep_on);
+    assert_int_equal(a.kv_rep, 0);
 }
 
 /* HF loss on an fp32 upcast: 12 bytes per token and vocab entry: 12 x 16 x 1000. litgpt's
@@ -192,6 +330,7 @@ static void test_variable_reserved(void **state)
     struct train_config c = base_config();
     struct mem_estimate packed, variable;
     struct loss_cost lv, lpk;
+    c.features |= FEAT_FLASH_ATTN; /* K and V unrepeated in both shapes (test_kv_repeat) */
     c.data = DATA_PACKED;
     predict(&c, &packed);
     c.data = DATA_VARIABLE;
@@ -427,8 +566,11 @@ static void test_pipeline(void **state)
     predict(&c, &e);
     const uint64_t t = 2 * 8;
     const uint64_t *fwd = e.phase[PHASE_FORWARD], *loss = e.phase[PHASE_LOSS];
-    assert_int_equal(fwd[TERM_ACTIVATIONS], 2 * t * one.layer_tok);
-    assert_int_equal(loss[TERM_ACTIVATIONS], t * one.layer_tok + t * one.tail_tok);
+    /* a block's coefficient at micro-batch 2: with HF's repeated K and V (test_kv_repeat) */
+    const uint64_t blk = one.layer_tok + one.kv_rep_tok;
+    assert_true(one.kv_rep_padded && one.kv_rep_tok == 128);
+    assert_int_equal(fwd[TERM_ACTIVATIONS], 2 * t * blk);
+    assert_int_equal(loss[TERM_ACTIVATIONS], t * blk + t * one.tail_tok);
     assert_int_equal(fwd[TERM_COMM], t * 2 * 2 * 64);
     /* bf16-pure: 2 bytes weights, 2 grads (Megatron's buffer, every phase), 4 states */
     assert_in_range(fwd[TERM_PARAMS], 2 * 100992 - 1, 2 * 100992);
@@ -437,7 +579,7 @@ static void test_pipeline(void **state)
     /* fewer micro-batches than stages: the first stage holds only m of them */
     c.microbatches = 1;
     predict(&c, &e);
-    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], t * one.layer_tok);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], t * blk);
 }
 
 /* Sequence parallelism (torchtitan's TP plan) on 2 TP ranks, bf16-pure, full, checkpointed,
@@ -621,6 +763,9 @@ int main(void)
         cmocka_unit_test(test_optimizer_step_full_bf16),
         cmocka_unit_test(test_forward_activations),
         cmocka_unit_test(test_eager_attention),
+        cmocka_unit_test(test_softcap_attention),
+        cmocka_unit_test(test_dequant_cast),
+        cmocka_unit_test(test_kv_repeat),
         cmocka_unit_test(test_logits), cmocka_unit_test(test_blas_workspace),
         cmocka_unit_test(test_variable_reserved), cmocka_unit_test(test_fsdp_mixed_precision), cmocka_unit_test(test_reserved_capacity),
         cmocka_unit_test(test_qlora_weights),

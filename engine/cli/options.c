@@ -237,7 +237,8 @@ static int set_margin(void *dst, const char *v)
 static int set_attention(void *dst, const char *v)
 {
     ((struct options *)dst)->axes.eager = !strcmp(v, "eager");
-    return strcmp(v, "sdpa") && strcmp(v, "eager") ? -1 : 0;
+    ((struct options *)dst)->axes.flash = !strcmp(v, "flash");
+    return strcmp(v, "sdpa") && strcmp(v, "eager") && strcmp(v, "flash") ? -1 : 0;
 }
 
 static int set_recipes(void *dst, const char *v)
@@ -786,7 +787,8 @@ void options_usage(enum options_mode mode)
           "  --pp-microbatches N  micro-batches of one pipelined step (default 4 x pp)\n"
           "  --stack NAME       hf (default; transformers >= 4.49), hf-4.46 (4.46-4.48),\n"
           "                     hf-4.31 (4.31-4.45), litgpt, torchtune, torchtitan, colossal\n"
-          "  --attention A      sdpa (default) or eager\n"
+          "  --attention A      sdpa (default), eager, or flash (the flash-attn package:\n"
+          "                     K and V kept at their KV width)\n"
           "  --paper            LLMem's equations exactly (fp16, full, checkpointing, Adam)\n"
           "  --rules PATH       measured peak-type rules (a rules CSV or a folder of them)\n"
           "  --data SHAPE       variable (default: unpacked batches padded to their longest\n"

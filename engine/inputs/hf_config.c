@@ -510,6 +510,11 @@ static int gemma_extra(struct reader *r)
     if (get_bool(r, "attention_bias", r->m->qkv_bias, &attn) != 0)
         return -1;
     r->m->qkv_bias = r->m->o_bias = attn;
+    /* attn_logit_softcapping: a number turns the scores' tanh softcapping on, null off;
+     * absent keeps the family default (on for gemma2) */
+    json_t *cap = json_object_get(r->root, "attn_logit_softcapping");
+    if (cap)
+        r->m->attn_softcap = json_is_number(cap) && json_number_value(cap) > 0;
     return 0;
 }
 

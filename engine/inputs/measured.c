@@ -117,6 +117,8 @@ static const char *row_enums(const struct csv_table *t, size_t r, struct train_c
         c->features |= FEAT_EAGER_ATTN;
     else if (!strcmp(measured_cell(t, r, "attention"), "triton"))
         c->features |= FEAT_TRITON_ATTN;
+    else if (!strcmp(measured_cell(t, r, "attention"), "flash"))
+        c->features |= FEAT_FLASH_ATTN;
     /* a technique the model lacks says more than the name of a stack it does not know */
     const char *fr = apply_features(measured_cell(t, r, "features"), c);
     if (fr)

@@ -52,13 +52,15 @@
 #define SRC_FP8_LIN_IN "torchao @eab345c2 float8_linear.py manual_float8_matmul_with_args_in_float8: " \
                        "each Float8Linear saves its own e4m3 input_fp8 (rowwise: the bf16 input)"
 #define SRC_DEQUANT "bitsandbytes autograd/_functions.py MatMul4Bit: the weight dequantized " \
-                    "per matmul"
+                    "per matmul (+ its fp16 dequantized copy beside the cast when Lightning " \
+                    "quantized it from fp16)"
 #define SRC_NORM "HF LlamaRMSNorm saves its fp32 input (LayerNorm its input), + the output of a " \
                  "trained weight"
 #define SRC_LIN_IN "torch.nn.Linear saves its input for the weight gradient; + one copy for LoRA " \
                    "(measured rows, README Known gap), + bitsandbytes MatMul4Bit's saved input"
 #define SRC_SDPA "torch SDPA (flash / memory-efficient): q, k, v, output + fp32 logsumexp per head"
-#define SRC_EAGER "eager attention: q, expanded k and v, fp32 softmax and its 16-bit cast"
+#define SRC_EAGER "eager attention: q, expanded k and v, fp32 softmax and its 16-bit cast " \
+                  "(+ tanh softcapping's output: litgpt model.py, Gemma 2)"
 #define SRC_MLP "HF gated MLP: gate, act(gate), up (a plain MLP: fc1's output); MoE: " \
                 "transformers MixtralSparseMoeBlock @00d4b3d2 expert loop"
 #define SRC_LORA_ACT "PEFT lora layer: lora_A's input (dropout copy and mask, or its fp32 cast) " \
@@ -535,8 +537,12 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
         row_bytes(b, TERM_ACTIVATIONS, "autocast 16-bit copy of one block's weights", "bf16", f->amp_one_block,
                   SRC_AMP);
     }
-    row_bytes(b, TERM_ACTIVATIONS, "dequantized block Linear (the largest)", "bf16", f->dequant, SRC_DEQUANT);
-    row_bytes(b, TERM_ACTIVATIONS, "dequantized lm_head", "bf16", f->dequant_head, SRC_DEQUANT);
+    /* Lightning quantized from fp16 (memmodel.c dequant_bytes): the fp16 dequantized weight
+     * beside its cast to the compute dtype */
+    const bool cast = (x->c->features & FEAT_DEQUANT_CAST) && x->c->precision != PREC_FP16;
+    const char *dq = cast ? "fp16+bf16" : "bf16";
+    row_bytes(b, TERM_ACTIVATIONS, "dequantized block Linear (the largest)", dq, f->dequant, SRC_DEQUANT);
+    row_bytes(b, TERM_ACTIVATIONS, "dequantized lm_head", dq, f->dequant_head, SRC_DEQUANT);
     row_bytes(b, TERM_COMM, f->gather_bwd ? "gathered units in backward" : "gathered units",
               c->precision == PREC_FP8 && (c->features & FEAT_FP8_ALLGATHER) ? "e4m3+bf16" : "bf16",
               f->gather, SRC_GATHER);
@@ -571,7 +577,7 @@ static void block_rows(struct build *b, const struct ctx *x, uint64_t blocks, co
     const struct { const char *name; uint64_t tok; const char *src; } kinds[] = {
         {"norms", a.norms, SRC_NORM},
         {"linear inputs", a.lin_in, x->c->precision == PREC_FP8 ? SRC_FP8_LIN_IN : SRC_LIN_IN},
-        {"attention", a.attn, (x->c->features & FEAT_EAGER_ATTN) ? SRC_EAGER : SRC_SDPA},
+        {"attention", a.attn, memmodel_eager_attn(&x->p->spec, x->c) ? SRC_EAGER : SRC_SDPA},
         {"attention scores", a.attn_s * (uint64_t)x->c->seq_len, SRC_EAGER},
         {"MLP", a.mlp, SRC_MLP},
         {"LoRA adapters", a.lora, SRC_LORA_ACT},

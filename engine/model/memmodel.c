@@ -159,6 +159,23 @@ double memmodel_frozen_elem_bytes(const struct train_config *c, bool quantized)
     return (c->precision == PREC_FP32 || (mixed(c) && (c->features & FEAT_FP32_BASE))) ? 4.0 : 2.0;
 }
 
+/* Bytes per weight element while a quantized Linear computes: bitsandbytes' MatMul4Bit
+ * runs linear(A, dequantize_4bit(B, quant_state).to(A.dtype).t()) (bitsandbytes 0.42.0
+ * autograd/_functions.py:516, backward :546 the same), and dequantize_4bit allocates its
+ * output in quant_state.dtype, the dtype the weight had when it was quantized
+ * (functional.py:1026 torch.empty(quant_state.shape, dtype=quant_state.dtype)). Lightning's
+ * BitsandbytesPrecision, which litgpt uses, quantizes from `weight.contiguous().to(device,
+ * dtype=torch.half)` (lightning src/lightning/fabric/plugins/precision/bitsandbytes.py
+ * _Linear4bit.quantize at 438f29f0, Mar 2024, and at the Oct 2023 version lit-gpt 8641822
+ * ran), so under a bf16 (or fp32) compute dtype the fp16 dequantized weight and its cast
+ * exist together until the cast returns: 2 + gb bytes a weight (feature dequant-cast).
+ * HF's bitsandbytes integration quantizes from the loaded dtype, where .to() is a no-op. */
+static uint64_t dequant_bytes(const struct train_config *c, uint64_t gb)
+{
+    const bool cast = (c->features & FEAT_DEQUANT_CAST) && c->precision != PREC_FP16;
+    return gb + (cast ? 2 : 0);
+}
+
 static double frozen_bytes(const struct model_plan *p, const struct train_config *c,
                            double frozen_params, double quant_w, double tpdiv)
 {
@@ -366,8 +383,9 @@ static void resident_terms(const struct model_plan *p, const struct train_config
         double quant_w = (double)(p->linear_w - p->head_p) / tpdiv + (qhead ? head : 0) - ep_cut;
         r->w = (uint64_t)((frozen_bytes(p, c, base, quant_w, tpdiv) + (ds ? 0 : r->trained * (double)wt)) / dpdiv);
         if (c->quant != QUANT_NONE) { /* dequantized to the compute dtype for each matmul */
-            r->dequant = (uint64_t)((double)p->max_linear_w / tpdiv) * gb;
-            r->dequant_head = qhead ? (uint64_t)head * gb : 0;
+            const uint64_t db = dequant_bytes(c, gb);
+            r->dequant = (uint64_t)((double)p->max_linear_w / tpdiv) * db;
+            r->dequant_head = qhead ? (uint64_t)head * db : 0;
         }
     }
     if (ds) {
@@ -770,6 +788,59 @@ static void kept_outputs(const struct model_plan *p, const struct train_config *
                        (uint64_t)c->tp;
 }
 
+/* Whether SDPA receives K and V repeated to every query head (grouped-query attention,
+ * kv_heads < heads) and saves those copies for backward: 0 never, 1 always, 2 only in
+ * padded batches of several samples.
+ *  - litgpt (model.py CausalSelfAttention.forward at 5895df10 and 2b195c7f): k.expand and
+ *    v.expand to the query groups, then reshape(B, -1, T, hs), a copy, into SDPA;
+ *  - torchtune (modules/attention.py at 0217d44c and 30b8519e): k.expand / v.expand, then
+ *    reshape(b, s, -1, head_dim);
+ *  - torchtitan (models/llama/model.py at 9dec370: repeat_kv, unsqueeze + expand +
+ *    reshape, before F.scaled_dot_product_attention);
+ *  - HF transformers (integrations/sdpa_attention.py sdpa_attention_forward at 00c238bd):
+ *    repeat_kv unless use_gqa_in_sdpa, which needs torch >= 2.5 and attention_mask None;
+ *    the mask is dropped only when no sample of the batch is padded (masking_utils'
+ *    causal-skip), so K and V are repeated in variable-length batches of several samples.
+ *    Earlier transformers repeated them always (LlamaSdpaAttention); the hf-4.x stacks take
+ *    the current rule, a lower bound there.
+ * Eager attention counts the repeated K and V already; the flash-attn package takes K and
+ * V with their kv_heads (Dao-AILab/flash-attention flash_attn_interface.py: "Supports
+ * multi-query and grouped-query attention (MQA/GQA) by passing in KV with fewer heads than
+ * Q"), as does llm-foundry's Triton kernel on its MHA models. Under torch.compile the
+ * min-cut partitioner saves the smallest set of tensors from which backward can recompute
+ * the rest, and expand, clone, reshape and _unsafe_view are in its recomputable ops
+ * (pytorch/pytorch torch/_functorch/partitioners.py, min_cut_rematerialization_partition's
+ * default_recomputable_ops for inductor, at c28ba8e5): it keeps K and V at their KV width
+ * and repeats them again in backward. */
+static int kv_repeat(const struct train_config *c)
+{
+    if (c->features & (FEAT_FLASH_ATTN | FEAT_TRITON_ATTN | FEAT_COMPILE))
+        return 0;
+    switch (c->stack) {
+    case STACK_LITGPT:
+    case STACK_TORCHTUNE:
+    case STACK_TORCHTITAN:
+        return 1;
+    case STACK_HF:
+    case STACK_HF_446:
+    case STACK_HF_431:
+        return c->data == DATA_VARIABLE ? 2 : 0;
+    default:
+        return 0;
+    }
+}
+
+/* Whether the attention materialises its scores: eager attention asked for, or a stack
+ * that cannot use SDPA with softcapped scores (litgpt model.py at 2b195c7f and 00af8b0d,
+ * CausalSelfAttention.scaled_dot_product_attention: "with softcapping we cannot use SDPA",
+ * then q @ k.mT, tanh softcapping, the causal mask added, softmax(dtype=float), .to(q.dtype),
+ * @ v). */
+bool memmodel_eager_attn(const struct model_spec *m, const struct train_config *c)
+{
+    return (c->features & FEAT_EAGER_ATTN) ||
+           (m->attn_softcap && (c->features & FEAT_SOFTCAP_EAGER));
+}
+
 void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, struct mem_act_tok *a)
 {
     const struct model_spec *m = &p->spec;
@@ -800,12 +871,26 @@ void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, 
      * torchao); rowwise saves the high-precision input, as nn.Linear */
     if (fp8_tensorwise(c))
         lin_in = fp8_linear_inputs(p, c);
-    uint64_t attn, attn_s = 0;
-    if (c->features & FEAT_EAGER_ATTN) {
+    uint64_t attn, attn_s = 0, kv_rep = 0;
+    bool kv_rep_on = false;
+    if (memmodel_eager_attn(m, c)) {
         attn = ea * 3 * q / tp;
         attn_s = heads * (ea == 2 ? 6 : 4) / tp;
+        /* tanh softcapping (Gemma 2) between the score matmul and the softmax: scores /
+         * cap, tanh, * cap; tanh saves its output for backward (the divisions and the
+         * multiply by a Python scalar save nothing): one more scores-sized tensor in the
+         * compute dtype. litgpt model.py CausalSelfAttention.scaled_dot_product_attention
+         * (2b195c7f, 00af8b0d); transformers Gemma2 eager_attention_forward the same. */
+        if (m->attn_softcap)
+            attn_s += heads * ea / tp;
     } else {
         attn = (ea * (q + kv + v + ao) + 4 * heads) / tp;
+        const int rep = kv_repeat(c);
+        if (rep && kv < q) { /* K to the query width, V to the attention-output width */
+            kv_rep = ea * ((q - kv) + (ao - v)) / tp;
+            kv_rep_on = rep == 1 || c->micro_batch > 1;
+            attn += kv_rep_on ? kv_rep : 0;
+        }
     }
     attn += qk_norm_tok(m, ea, trained) / tp + latent_tok(m, ea, trained);
     uint64_t mlp = (m->mlp == MLP_GATED ? (compiled ? 2 : 3) : 1) * ea * i / tp + moe_tok(p, ea);
@@ -813,7 +898,8 @@ void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, 
     uint64_t norms = (uint64_t)(m->norms_per_layer > 2 ? 2 : m->norms_per_layer) * norm +
                      (uint64_t)(m->norms_per_layer > 2 ? m->norms_per_layer - 2 : 0) * 4 * h;
     *a = (struct mem_act_tok){.ea = ea, .er = er, .norm = norm, .norms = norms, .lin_in = lin_in,
-                              .attn = attn, .attn_s = attn_s, .mlp = mlp, .lora = lora};
+                              .attn = attn, .attn_s = attn_s, .mlp = mlp, .lora = lora,
+                              .kv_rep = kv_rep, .kv_rep_on = kv_rep_on};
 }
 
 static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
@@ -823,8 +909,11 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     memmodel_act_tok(p, c, &a);
     const uint64_t ea = a.ea, er = a.er, h = (uint64_t)p->spec.hidden, i = (uint64_t)p->inter_active;
     const uint64_t tp = (uint64_t)c->tp, sp = seq_parallel(c), norm = a.norm;
-    mp->layer_tok = a.norms + a.lin_in + a.attn + a.mlp + a.lora;
+    /* the repeated K and V are added per point when the micro-batch pads (kv_repeat) */
+    mp->layer_tok = a.norms + a.lin_in + a.attn + a.mlp + a.lora - (a.kv_rep_on ? a.kv_rep : 0);
     mp->layer_tok_s = a.attn_s;
+    mp->kv_rep_tok = a.kv_rep;
+    mp->kv_rep_padded = kv_repeat(c) == 2;
     mp->ckpt_tok = c->ckpt_selective ? sac_tok(p, c, ea, er) : er * h / sp;
     /* final norm and the lm_head input (gathered: ColwiseParallel(input_layouts=Shard(1))) */
     mp->tail_tok = norm + ea * h;
@@ -958,7 +1047,9 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         return;
     }
     const uint64_t s = (uint64_t)c->seq_len, t = bytes_mul((uint64_t)c->micro_batch, s);
-    const uint64_t layer = bytes_mul(t, bytes_add(mp->layer_tok, bytes_mul(mp->layer_tok_s, s)));
+    const uint64_t kv_rep = !mp->kv_rep_padded || c->micro_batch > 1 ? mp->kv_rep_tok : 0;
+    const uint64_t layer = bytes_mul(t, bytes_add(bytes_add(mp->layer_tok, kv_rep),
+                                                  bytes_mul(mp->layer_tok_s, s)));
     const uint64_t per_block = mp->ckpt ? bytes_mul(t, mp->ckpt_tok) : layer;
     /* blocks whose activations are held: [0] forward (pp: the first stage's micro-batches
      * in flight), [1] at the loss (pp: the last stage's one) */

@@ -102,6 +102,11 @@ bool model_family_defaults(const char *model_type, struct model_spec *m)
         m->fused_qkv = f->fused_qkv;
         m->fused_gate_up = f->fused_gate_up;
         m->logits_fp32 = f->logits_fp32;
+        /* Gemma2Config's attn_logit_softcapping defaults to 50.0 (transformers
+         * models/gemma2/configuration_gemma2.py; litgpt config.py's Gemma-2 entries at
+         * 2b195c7f and 00af8b0d set attention_logit_softcapping=50.0); Gemma 3 dropped it
+         * (Gemma3TextConfig: None). A config.json key overrides it (hf_config.c). */
+        m->attn_softcap = strcmp(f->type, "gemma2") == 0;
         m->qk_norm = f->qk;
         return true;
     }

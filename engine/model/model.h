@@ -36,6 +36,8 @@ struct model_spec {
     bool fused_qkv;    /* q, k, v live in one parameter tensor */
     bool fused_gate_up;
     bool logits_fp32;  /* the modelling code upcasts logits to fp32 (LLMem's B = 4) */
+    bool attn_softcap; /* attention scores pass tanh softcapping (Gemma 2: config.json's
+                          attn_logit_softcapping, 50.0 by default) */
     int64_t published_params; /* total parameters as published; 0 when unknown */
     enum qk_norm_kind qk_norm;
     /* Mixture of experts (experts == 0: a dense model). A MoE layer replaces the MLP by a

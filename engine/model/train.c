@@ -63,10 +63,12 @@ uint32_t stack_features(enum stack s)
                              lora_dropout 0.05 in every config_hub LoRA recipe, fused qkv;
                              bf16-mixed keeps every weight, frozen ones too, in fp32; every
                              recipe accumulates gradients (global_batch_size > micro);
-                             BitsandbytesPrecision quantizes every Linear, lm_head too */
+                             BitsandbytesPrecision quantizes every Linear, lm_head too, from
+                             an fp16 copy of the weight (memmodel.c resident_terms); a
+                             softcapped model's attention runs eagerly (memmodel_act_tok) */
         return FEAT_CHUNKED_CE | FEAT_UNTIED_HEAD | FEAT_FSDP | FEAT_EVAL_LOGITS |
                FEAT_LORA_DROPOUT | FEAT_FUSED_QKV | FEAT_FP32_BASE | FEAT_GRAD_ACCUM |
-               FEAT_QUANT_HEAD;
+               FEAT_QUANT_HEAD | FEAT_DEQUANT_CAST | FEAT_SOFTCAP_EAGER;
     case STACK_TORCHTUNE: /* FSDP2; recipes set AdamW(fused=True); QLoRA is torchao NF4;
                              chunked CE and compile per recipe */
         return FEAT_FSDP | FEAT_FUSED_OPT | FEAT_TORCHAO_NF4;

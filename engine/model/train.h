@@ -76,6 +76,13 @@ enum feature {
                                      (torchao enable_fsdp_float8_all_gather) */
     FEAT_FP8_ROWWISE = 1u << 25, /* --precision fp8: rowwise (axiswise) scaling instead of
                                     tensorwise (torchao Float8LinearConfig "rowwise" recipe) */
+    FEAT_SOFTCAP_EAGER = 1u << 26,/* the stack computes softcapped attention eagerly (litgpt:
+                                     "with softcapping we cannot use SDPA") */
+    FEAT_DEQUANT_CAST = 1u << 27, /* the quantized base was quantized from fp16 (Lightning's
+                                     BitsandbytesPrecision): each dequantized weight is fp16
+                                     and cast to the compute dtype beside it */
+    FEAT_FLASH_ATTN = 1u << 28,   /* the flash-attn package (HF flash_attention_2): K and V
+                                     keep their kv_heads, GQA in the kernel */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */

@@ -103,7 +103,8 @@ static struct train_config layout_config(const struct space_axes *o, enum method
 {
     struct train_config c = {.method = m, .gpus = n, .ep = 1, .stack = o->stack,
                              .data = o->data, .alloc = o->alloc};
-    c.features = stack_features(o->stack) | (o->eager ? FEAT_EAGER_ATTN : 0);
+    c.features = stack_features(o->stack) | (o->eager ? FEAT_EAGER_ATTN : 0) |
+                 (o->flash ? FEAT_FLASH_ATTN : 0);
     c.micro_batch = c.seq_len = 1;
     c.finetune = FT_FULL; /* the layout check ignores the tuning fields */
     c.offload = m == METHOD_OFFLOAD ? o->offload : OFFLOAD_NONE;

@@ -42,6 +42,7 @@ struct space_axes {
     int ntargets;
     enum stack stack;
     bool eager;            /* eager attention instead of SDPA */
+    bool flash;            /* the flash-attn package: K and V at their KV width (GQA) */
     enum data_shape data;
     enum alloc_conf alloc;
 };

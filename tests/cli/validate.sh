@@ -48,17 +48,20 @@ grep -q '^TT  *12  *6 ' "$TMP/report2.txt" || fail "the twelve torchtitan rows w
 awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < -5 || $8 > 5) bad = 1 }
   END { exit !(f && !bad) }' "$TMP/v2.csv" || fail "AOF8-08 not predicted within 5 %"
 # issue 12 item 4, over every measured memory row in the repo: the median |error| (6.4 % on
-# 2026-11-24; the issue asks 5 %) and the grade A/B rows predicted more than 10 % below their
-# measurement (20; the issue asks none) may not grow. README "Validation" lists both.
-# issue 16 added the 14 float8 rows of public-2.csv (--precision fp8): with them the median
-# is 7.3 % and the count 27 (README "Validation", the public-2 table), the bounds below.
-ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-7.5}
+# 2026-11-24; the issue asks 5 %), the grade A/B median and the grade A/B rows predicted more
+# than 10 % below their measurement (20 then; the issue asks none) may not grow. The dequantize
+# cast, softcapped attention and repeated K/V terms took them to 5.5 %, 4.4 % and 8 over the
+# 133 rows of then; issue 16 added the 14 float8 rows of public-2.csv (--precision fp8), the
+# TP and pipeline ones 10-26 % below. README "Validation" lists the numbers behind the bounds.
+ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-5.7}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
   --measured "$PROJECT/datasets/measured/salisbury-table1.csv" \
   --measured "$PROJECT/datasets/measured/public-2.csv" --summary --fail-above "$ALL_BOUND" \
   > "$TMP/all.txt" || fail "median error over every measured row above $ALL_BOUND %"
 grep -Eq '^all +147 ' "$TMP/all.txt" || fail "147 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
 below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.txt")
-[ -n "$below" ] && [ "$below" -le 27 ] || fail "grade A/B rows more than 10 % below: $below (at most 27)"
+[ -n "$below" ] && [ "$below" -le 15 ] || fail "grade A/B rows more than 10 % below: $below (at most 15)"
+awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 5.2) bad = 1 } END { exit !(f && !bad) }' \
+  "$TMP/all.txt" || fail "grade A/B median above 5.2 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
 grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6 %: $(grep '^SWB ' "$TMP/all.txt")"
 finish
