@@ -704,7 +704,10 @@ static void test_monotone(void **state)
  * (h x (3 q/k/v + 2 gate/up) + q into o + i into down = 320 + 64 + 128 = 512 a token,
  * instead of bf16's 640), so a block keeps 768 + 512 + 400 + 768 = 2448 a token, and every
  * block Linear its e4m3 weight cast (73728 x 1 byte): 2 x 2448 x 16 + 512 x 16 + 73728 =
- * 160256. Rowwise saves the bf16 input and the weight itself: bf16's 90624. */
+ * 160256; the stack (hf, variable-length data, micro-batch 2) repeats K and V to the query
+ * width before SDPA (test_kv_repeat): (q - kv) + (ao - v) = 64 bf16 elements a token and block,
+ * 2 x 128 x 16 = 4096 more: 164352. Rowwise saves the bf16 input and the weight itself:
+ * bf16's 90624 + 4096. */
 static void test_fp8_activations(void **state)
 {
     (void)state;
@@ -712,17 +715,17 @@ static void test_fp8_activations(void **state)
     struct mem_estimate e;
     c.precision = PREC_FP8, c.features = FEAT_FSDP_MP;
     predict(&c, &e);
-    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 160256);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 160256 + 4096);
     c.features |= FEAT_FP8_ROWWISE;
     predict(&c, &e);
-    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 90624);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 90624 + 4096);
 }
 
 /* Float8 all-gather, FSDP on 2 GPUs: a gathered block is its Linears in e4m3 (36864 x 1)
  * and its norms in bf16 (128 x 2) = 37120, beside the bf16 root (128000 x 2): 293120 in
  * forward (bf16: 329984); backward two blocks and one block's fp32 unsharded gradient
  * (36992 x 4): 256000 + 74240 + 147968 = 478208. The saved weight is a view of the
- * gathered one: no casts kept. */
+ * gathered one: no casts kept; the repeated K and V as in test_fp8_activations (4096). */
 static void test_fp8_allgather(void **state)
 {
     (void)state;
@@ -733,7 +736,7 @@ static void test_fp8_allgather(void **state)
     predict(&c, &e);
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_COMM], 293120);
     assert_int_equal(e.phase[PHASE_BWD_FIRST][TERM_COMM], 478208);
-    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 2 * 2448 * 16 + 512 * 16);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 2 * 2448 * 16 + 512 * 16 + 4096);
 }
 
 /* Selective checkpointing (torchtitan), eager: the policy keeps per block and token the
