@@ -295,7 +295,7 @@ static void test_backward_extra_bytes(void **state)
  * fused 7, SGD 3; the tiny model's 202,048 parameters at 850 GB/s: the unfused step takes
  * 202048 x 4 x 11 / 850e9 s longer than the fused one. FSDP adds the split backward's copy
  * and the reduce-scatter hook's division of the unsharded bf16 gradient: 4 passes x 2 bytes
- * per parameter each backward, whatever the DP degree. */
+ * per parameter each backward, whatever the DP degree (FSDP1's copy and division). */
 static void test_optimizer_and_fsdp_passes(void **state)
 {
     (void)state;
@@ -317,8 +317,22 @@ static void test_optimizer_and_fsdp_passes(void **state)
     speed_prepare(&plan, &c, &gpu, &zero3);
     c.features |= FEAT_FSDP;
     speed_prepare(&plan, &c, &gpu, &fsdp);
-    assert_true(speed_fsdp_grad_passes() == 4.0);
+    assert_true(speed_fsdp_grad_bytes(&c, 2.0) == 8.0);
     assert_float_equal((fsdp.fixed_s - zero3.fixed_s) * 850e9, 202048.0 * 2.0 * 4.0, 1e-3);
+    /* an fp32 reduce dtype: the copy (4), the cast (2 + 4), the division in fp32 (8) = 18
+     * bytes; the reduce-scatter carries 4 bytes a parameter instead of 2, so the step's
+     * collectives grow by one more reduce-scatter's worth (gathers 2 x 2, scatter 4) */
+    c.features |= FEAT_FSDP_FP32_REDUCE;
+    struct speed_prepared fp32;
+    speed_prepare(&plan, &c, &gpu, &fp32);
+    assert_true(speed_fsdp_grad_bytes(&c, 2.0) == 18.0);
+    assert_float_equal((fp32.fixed_s - zero3.fixed_s) * 850e9, 202048.0 * 18.0, 1e-3);
+    assert_true(fp32.comm_fixed_s > fsdp.comm_fixed_s);
+    /* FSDP2 (torchtune, torchtitan): the copy into the reduce-scatter buffer only */
+    c.stack = STACK_TORCHTUNE;
+    assert_true(speed_fsdp_grad_bytes(&c, 2.0) == 6.0);
+    c.features &= ~FEAT_FSDP_FP32_REDUCE;
+    assert_true(speed_fsdp_grad_bytes(&c, 2.0) == 4.0);
 }
 
 /* FlashAttention's efficiency rises with the sequence: at s = s_half it runs at half its

@@ -48,6 +48,18 @@ OPTIMIZER = "adamw"
 FRAMEWORK = "llm-foundry @4952183 (composer, FSDP, amp_bf16, attn_impl triton)"
 
 
+# The table's "MP Mode" column, copied into the notes as "<precision> <MP mode> <sharding>":
+# composer's FSDP mixed precision (composer/trainer/mosaic_fsdp_utils.py @28cc4caf,
+# get_mixed_precision): DEFAULT reduces gradients in fp32 (reduce_dtype=torch.float32), PURE
+# in the autocast dtype.
+def mp_features(row, line):
+    if " DEFAULT " in row["notes"]:
+        return "+fsdp-fp32-reduce"
+    if " PURE " in row["notes"]:
+        return ""
+    sys.exit("convert_throughput: line %d: no FSDP mixed-precision mode in notes" % line)
+
+
 def out_of_scope(row):
     """The reason a row is left out, or None."""
     if "amp_fp8" in row["notes"]:
@@ -87,7 +99,8 @@ def convert(row, line, index):
         "metric": "none", "measured_gib": "",
         "gpu": gpu, "framework": FRAMEWORK, "source": row["source_url"],
         "id": "LF-%03d" % index, "grade": "A-", "stack": "hf",
-        "features": "packed+fsdp", "attention": "triton", "seq_kind": "exact",
+        "features": "packed+fsdp" + mp_features(row, line), "attention": "triton",
+        "seq_kind": "exact",
         "tokens_per_s_gpu": "%g" % float(row["measured_tokens_s_gpu"]),
         "notes": notes, "group": row["group"],
     }

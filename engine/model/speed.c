@@ -529,6 +529,9 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
                           * grads, one unit (block) ahead of compute; the first gather is
                           * exposed */
         sp->overlap = OVERLAP_FSDP;
+        /* FSDP's mixed precision with an fp32 reduce_dtype reduce-scatters fp32 gradients */
+        if ((c->features & FEAT_FSDP) && (c->features & FEAT_FSDP_FP32_REDUCE) && e < 4.0)
+            grad_bytes *= 4.0 / e;
         sp->comm_fixed_s = 2.0 * collective(p16, dp, 1.0, units, g) + collective(grad_bytes, dp, 1.0, units, g);
         sp->comm_first_s = sp->comm_fixed_s / units;
         sp->comm_sm_share = speed_nccl_sm_share(eff, p16 / units); /* a unit's gather */
@@ -575,20 +578,27 @@ double speed_opt_passes(const struct train_config *c)
     return 7.0; /* fused AdamW, bitsandbytes' 8-bit AdamW kernel (one fused kernel) */
 }
 
-/* Passes over FSDP's unsharded gradient (e bytes an element) per trained parameter and
- * backward, beyond the GEMMs that produce it. FSDP's FlatParameter hands the module its
- * weights as views made by torch.split (torch/distributed/fsdp/flat_param.py of torch
- * 2.0/2.1, _flat_param.py since 2.2: _get_unflat_views_unaligned), so autograd's split backward concatenates the views' gradients into
- * the flat gradient (a copy: read and write, 2). The default reduce-scatter hook then
- * divides that unsharded gradient in place by the pre-divide factor before communicating
+/* Bytes FSDP moves over its unsharded gradient per trained parameter and backward, beyond
+ * the GEMMs that produce it, for e-byte gradients reduced in r-byte elements (r = 4 with
+ * FEAT_FSDP_FP32_REDUCE, else e). FSDP (torch.distributed.fsdp, FSDP1: HF Trainer,
+ * Lightning/litgpt, composer) hands the module its weights as views made by torch.split
+ * (torch/distributed/fsdp/flat_param.py of torch 2.0/2.1, _flat_param.py since 2.2:
+ * _get_unflat_views_unaligned), so autograd's split backward concatenates the views'
+ * gradients into the flat gradient: a copy, read and write, 2e. _post_backward_hook
+ * (torch/distributed/fsdp/_runtime_utils.py @3ade90a6) casts it to the reduce dtype when
+ * that differs (flat_param.grad.to(reduce_dtype): e + r), and the default reduce-scatter hook
+ * divides it in place by the pre-divide factor before communicating
  * (torch/distributed/algorithms/_comm_hooks/default_hooks.py @db8ddc78, reduce_scatter_hook:
- * grad.div_(gradient_predivide_factor), a factor above 1 for any world size above 1; the
- * hook is called from _post_backward_hook, torch/distributed/fsdp/_runtime_utils.py
- * @3ade90a6): read and write, 2. Mixed precision with an fp32 reduce_dtype (composer's
- * DEFAULT) would add a cast; the configuration does not say, so it is not counted. */
-double speed_fsdp_grad_passes(void)
+ * grad.div_(gradient_predivide_factor), a factor above 1 for any world size above 1): 2r.
+ * FSDP2 (fully_shard: the torchtune and torchtitan stacks) copies the gradients into the
+ * reduce-scatter buffer in the reduce dtype (_fsdp_collectives.py foreach_reduce,
+ * torch._chunk_cat: e + r) and, with NCCL's AVG, divides nothing. */
+double speed_fsdp_grad_bytes(const struct train_config *c, double e)
 {
-    return 4.0;
+    const double r = (c->features & FEAT_FSDP_FP32_REDUCE) && e < 4.0 ? 4.0 : e;
+    if (c->stack == STACK_TORCHTUNE || c->stack == STACK_TORCHTITAN)
+        return e + r;
+    return 2.0 * e + (r != e ? e + r : 0.0) + 2.0 * r;
 }
 
 void speed_prepare(const struct model_plan *p, const struct train_config *c,
@@ -651,9 +661,9 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
                      : trained / tp / shard * wt * speed_opt_passes(c);
     sp->fixed_s = opt_bytes / sp->bw;
     /* FSDP's unsharded gradient, every parameter of every unit each backward, before the
-     * reduce-scatter (zero3 with FEAT_FSDP; speed_fsdp_grad_passes) */
+     * reduce-scatter (zero3 with FEAT_FSDP; speed_fsdp_grad_bytes) */
     if (zero3 && (c->features & FEAT_FSDP))
-        sp->fixed_s += trained / tp / (double)train_pp(c) * e * speed_fsdp_grad_passes() / sp->bw;
+        sp->fixed_s += trained / tp / (double)train_pp(c) * speed_fsdp_grad_bytes(c, e) / sp->bw;
     /* quantized base: each matmul reads the packed weight and writes/reads a 16-bit copy */
     if (!full && c->quant != QUANT_NONE)
         sp->fixed_s += (double)(p->linear_w - p->head_p) / tp * (c->quant == QUANT_INT8 ? 5.0 : 4.5) *

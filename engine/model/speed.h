@@ -166,9 +166,11 @@ struct speed_prepared {
 /* Passes over the optimizer's element size one optimizer step makes per trained
  * parameter (speed.c cites the kernels): 18 for unfused AdamW, 7 fused, 3 for SGD. */
 double speed_opt_passes(const struct train_config *c);
-/* Passes over FSDP's unsharded gradient per trained parameter and backward: the split
- * backward's concatenation and the reduce-scatter hook's pre-division (speed.c). */
-double speed_fsdp_grad_passes(void);
+/* Bytes FSDP moves over its unsharded gradient per trained parameter and backward for
+ * e-byte gradients: FSDP1's split-backward concatenation, the cast to an fp32 reduce dtype
+ * (FEAT_FSDP_FP32_REDUCE) and the reduce-scatter hook's pre-division; FSDP2's copy into the
+ * reduce-scatter buffer (speed.c cites each). */
+double speed_fsdp_grad_bytes(const struct train_config *c, double e);
 
 void speed_prepare(const struct model_plan *p, const struct train_config *c,
                    const struct gpu_spec *g, struct speed_prepared *sp);

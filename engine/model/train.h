@@ -69,6 +69,8 @@ enum feature {
                                      >= bbb1b616e with --training.compile) */
     FEAT_SEQ_PARALLEL = 1u << 21,/* TP with sequence parallelism and vocab-sharded loss
                                     (torchtitan's TP plan): see memmodel.c activation_coeffs */
+    FEAT_FSDP_FP32_REDUCE = 1u << 24,/* FSDP reduce-scatters gradients in fp32 (MixedPrecision
+                                        reduce_dtype=float32, composer's DEFAULT): speed only */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
