@@ -262,7 +262,7 @@ static void test_offload(void **state)
 /* Backward-only memory-bound bytes. Biases on every Linear of the tiny model (full
  * fine-tuning, bf16): each backward sums the output gradient of q (64), k (32), v (32),
  * o (64), gate (128), up (128) and down (64) = 512 elements a token and layer, 2 bytes,
- * 2 layers: 2048 bytes a token more. LoRA trains no bias: nothing more. LayerNorm instead of
+ * 2 layers: 2048 bytes a token more. LoRA trains no bias and no norm: nothing more. LayerNorm instead of
  * the eager RMSNorm: the forward's norm bytes fall from 18e to 2e an element (2 norms x 64 x
  * 2 layers x 16 x 2 bytes = 8192 a token forward, x 3 for forward and backward = 24576)
  * and the gamma/beta kernel reads the gradient and the input once more, e an element:
@@ -288,6 +288,10 @@ static void test_backward_extra_bytes(void **state)
     plan.spec.norm = NORM_LAYERNORM;
     speed_prepare(&plan, &c, &gpu, &sp);
     assert_float_equal(sp.elem_bytes_tok - base.elem_bytes_tok, -24576.0 + 512.0, 1e-9);
+    /* frozen norms (LoRA): no gamma/beta kernel */
+    c.finetune = FT_LORA, c.lora_r = 8, c.lora_targets = TARGETS_ALL;
+    speed_prepare(&plan, &c, &gpu, &sp);
+    assert_float_equal(sp.elem_bytes_tok - lora_base.elem_bytes_tok, -24576.0, 1e-9);
     plan.spec.norm = NORM_RMSNORM;
 }
 

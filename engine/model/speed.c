@@ -373,16 +373,17 @@ static double elementwise_fwd(const struct model_plan *p, const struct train_con
  *    (aten/src/ATen/native/cuda/layer_norm_kernel.cu, LayerNormBackwardKernelImplInternal)
  *    computes dX in one kernel (reads dY and X, writes dX: 3e) and gamma/beta in a second
  *    (GammaBetaBackward: reads dY and X again, 2e): 5e an element against the 4e that
- *    "twice the forward's 2e" counts, so e more. */
+ *    "twice the forward's 2e" counts, so e more. Only when the norm's weights are trained:
+ *    the second kernel runs only for the gradients autograd asks for (grad_input_mask). */
 static double elementwise_bwd_extra(const struct model_plan *p, const struct train_config *c, double e)
 {
     const struct model_spec *m = &p->spec;
     const double tp = (double)c->tp, h = (double)m->hidden;
+    if (c->finetune != FT_FULL)
+        return 0; /* adapters train no bias (PEFT bias="none") and no norm */
     double bytes = 0;
     if (m->norm == NORM_LAYERNORM && !(c->features & FEAT_COMPILE))
         bytes += (double)m->norms_per_layer * e * h * (double)m->layers;
-    if (c->finetune != FT_FULL)
-        return bytes; /* adapters train no bias (PEFT bias="none") */
     double out = 0;
     if (m->qkv_bias)
         out += (double)((m->heads + 2 * m->kv_heads) * m->head_dim) / tp;

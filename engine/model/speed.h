@@ -54,7 +54,7 @@
 /* The speed model's own error: the median |error| of tokens/s per GPU over the measured
  * rows `validate` compares (README "Speed model"; re-measure when the model changes).
  * Layouts of one recipe closer than this are reported as within the error. */
-#define SPEED_ERROR_PCT 19.0
+#define SPEED_ERROR_PCT 15.0
 /* Host side of offload (speed.c prepare_offload): pinned host-device copies reach about
  * 0.8 of the PCIe link (CUDA samples bandwidthTest: ~26 of 32 GB/s on Gen4 x16, ~52 of 64
  * on Gen5); a CPU Adam step streams host DRAM at about 0.8 of its peak (STREAM triad on
