@@ -569,7 +569,10 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
  * 18 passes; composer's DecoupledAdamW (composer/optim/decoupled_weight_decay.py @28cc4caf,
  * the loop llm-foundry runs) does the same per parameter with mul_ + add_ for the lerp (20).
  * Weight decay, when not 0, adds a _foreach_mul_ of the weight (2): not counted (the HF
- * Trainer's default weight_decay is 0). SGD with momentum: 3. */
+ * Trainer's default weight_decay is 0). SGD with momentum: 3. The HF Trainer's default
+ * optimizer is adamw_torch, this foreach path (transformers PR #25109, 2023-07), until
+ * transformers PR #37358 makes adamw_torch_fused the default with torch >= 2.8: such runs
+ * are feature `fused`, as the memory model already has them (no step temporaries). */
 double speed_opt_passes(const struct train_config *c)
 {
     if (c->optimizer == OPT_SGD)
