@@ -259,6 +259,86 @@ static void test_offload(void **state)
     gpu.pcie_gbs = gpu.host_mem_gbs = 0;
 }
 
+/* Backward-only memory-bound bytes. Biases on every Linear of the tiny model (full
+ * fine-tuning, bf16): each backward sums the output gradient of q (64), k (32), v (32),
+ * o (64), gate (128), up (128) and down (64) = 512 elements a token and layer, 2 bytes,
+ * 2 layers: 2048 bytes a token more. LoRA trains no bias and no norm: nothing more. LayerNorm instead of
+ * the eager RMSNorm: the forward's norm bytes fall from 18e to 2e an element (2 norms x 64 x
+ * 2 layers x 16 x 2 bytes = 8192 a token forward, x 3 for forward and backward = 24576)
+ * and the gamma/beta kernel reads the gradient and the input once more, e an element:
+ * 2 norms x 64 x 2 layers x 2 bytes = 512. */
+static void test_backward_extra_bytes(void **state)
+{
+    (void)state;
+    struct train_config c = full_bf16();
+    struct speed_prepared base, sp;
+    speed_prepare(&plan, &c, &gpu, &base);
+    plan.spec.qkv_bias = plan.spec.o_bias = plan.spec.mlp_bias = true;
+    speed_prepare(&plan, &c, &gpu, &sp);
+    assert_float_equal(sp.elem_bytes_tok - base.elem_bytes_tok, 2048.0, 1e-9);
+    c.finetune = FT_LORA, c.lora_r = 8, c.lora_targets = TARGETS_ALL;
+    struct speed_prepared lora_base;
+    plan.spec.qkv_bias = plan.spec.o_bias = plan.spec.mlp_bias = false;
+    speed_prepare(&plan, &c, &gpu, &lora_base);
+    plan.spec.qkv_bias = plan.spec.o_bias = plan.spec.mlp_bias = true;
+    speed_prepare(&plan, &c, &gpu, &sp);
+    assert_float_equal(sp.elem_bytes_tok, lora_base.elem_bytes_tok, 1e-9);
+    plan.spec.qkv_bias = plan.spec.o_bias = plan.spec.mlp_bias = false;
+    c = full_bf16();
+    plan.spec.norm = NORM_LAYERNORM;
+    speed_prepare(&plan, &c, &gpu, &sp);
+    assert_float_equal(sp.elem_bytes_tok - base.elem_bytes_tok, -24576.0 + 512.0, 1e-9);
+    /* frozen norms (LoRA): no gamma/beta kernel */
+    c.finetune = FT_LORA, c.lora_r = 8, c.lora_targets = TARGETS_ALL;
+    speed_prepare(&plan, &c, &gpu, &sp);
+    assert_float_equal(sp.elem_bytes_tok - lora_base.elem_bytes_tok, -24576.0, 1e-9);
+    plan.spec.norm = NORM_RMSNORM;
+}
+
+/* The optimizer step: unfused AdamW makes 18 passes over 4-byte elements per parameter,
+ * fused 7, SGD 3; the tiny model's 202,048 parameters at 850 GB/s: the unfused step takes
+ * 202048 x 4 x 11 / 850e9 s longer than the fused one. FSDP adds the split backward's copy
+ * and the reduce-scatter hook's division of the unsharded bf16 gradient: 4 passes x 2 bytes
+ * per parameter each backward, whatever the DP degree (FSDP1's copy and division). */
+static void test_optimizer_and_fsdp_passes(void **state)
+{
+    (void)state;
+    struct train_config c = full_bf16();
+    assert_true(speed_opt_passes(&c) == 18.0);
+    struct speed_prepared unfused, fused;
+    speed_prepare(&plan, &c, &gpu, &unfused);
+    c.features |= FEAT_FUSED_OPT;
+    assert_true(speed_opt_passes(&c) == 7.0);
+    speed_prepare(&plan, &c, &gpu, &fused);
+    assert_float_equal((unfused.fixed_s - fused.fixed_s) * 850e9, 202048.0 * 4.0 * 11.0, 1e-3);
+    c.optimizer = OPT_SGD;
+    assert_true(speed_opt_passes(&c) == 3.0);
+    c.optimizer = OPT_ADAMW8BIT;
+    assert_true(speed_opt_passes(&c) == 7.0);
+    c = full_bf16();
+    c.method = METHOD_ADP, c.gpus = c.dp = 4;
+    struct speed_prepared zero3, fsdp;
+    speed_prepare(&plan, &c, &gpu, &zero3);
+    c.features |= FEAT_FSDP;
+    speed_prepare(&plan, &c, &gpu, &fsdp);
+    assert_true(speed_fsdp_grad_bytes(&c, 2.0) == 8.0);
+    assert_float_equal((fsdp.fixed_s - zero3.fixed_s) * 850e9, 202048.0 * 2.0 * 4.0, 1e-3);
+    /* an fp32 reduce dtype: the copy (4), the cast (2 + 4), the division in fp32 (8) = 18
+     * bytes; the reduce-scatter carries 4 bytes a parameter instead of 2, so the step's
+     * collectives grow by one more reduce-scatter's worth (gathers 2 x 2, scatter 4) */
+    c.features |= FEAT_FSDP_FP32_REDUCE;
+    struct speed_prepared fp32;
+    speed_prepare(&plan, &c, &gpu, &fp32);
+    assert_true(speed_fsdp_grad_bytes(&c, 2.0) == 18.0);
+    assert_float_equal((fp32.fixed_s - zero3.fixed_s) * 850e9, 202048.0 * 18.0, 1e-3);
+    assert_true(fp32.comm_fixed_s > fsdp.comm_fixed_s);
+    /* FSDP2 (torchtune, torchtitan): the copy into the reduce-scatter buffer only */
+    c.stack = STACK_TORCHTUNE;
+    assert_true(speed_fsdp_grad_bytes(&c, 2.0) == 6.0);
+    c.features &= ~FEAT_FSDP_FP32_REDUCE;
+    assert_true(speed_fsdp_grad_bytes(&c, 2.0) == 4.0);
+}
+
 /* FlashAttention's efficiency rises with the sequence: at s = s_half it runs at half its
  * long-sequence rate, so per token the attention costs (s + 256) / s of its FLOPs. */
 static void test_attention_efficiency(void **state)
@@ -437,7 +517,8 @@ int main(void)
         cmocka_unit_test(test_eval_by_hand),     cmocka_unit_test(test_overlap),
         cmocka_unit_test(test_nodes),            cmocka_unit_test(test_attention_efficiency),
         cmocka_unit_test(test_hierarchy),        cmocka_unit_test(test_pipeline_bubble),
-        cmocka_unit_test(test_offload),
+        cmocka_unit_test(test_offload),          cmocka_unit_test(test_backward_extra_bytes),
+        cmocka_unit_test(test_optimizer_and_fsdp_passes),
         cmocka_unit_test(test_gpu_efficiency), cmocka_unit_test(test_fp8),
         cmocka_unit_test(test_nccl_sm_share),    cmocka_unit_test(test_overlap_sm_share),
         cmocka_unit_test(test_wave_efficiency),  cmocka_unit_test(test_eval_waves),

@@ -38,6 +38,18 @@ MODELS = {
 }
 GPUS = {"A100-SXM-40GB", "A100-SXM-80GB", "H100-SXM-80GB"}
 METHODS = {"adp": "adp"}          # FSDP FULL_SHARD
+
+
+# The table's "Sharding Strategy" column, copied into the notes: FULL_SHARD is ZeRO-3 (adp);
+# SHARD_GRAD_OP keeps the parameters gathered between forward and backward and shards the
+# gradients and optimizer states: ZeRO-2, method zero2 (README "Methods beyond LLMem").
+def method_of(row, line):
+    m = lookup(METHODS, row["method"], "method", line)
+    if " SHARD_GRAD_OP;" in row["notes"]:
+        return "zero2"
+    if " FULL_SHARD;" in row["notes"]:
+        return m
+    sys.exit("convert_throughput: line %d: no FSDP sharding strategy in notes" % line)
 PRECISIONS = {"bf16": "bf16"}     # composer amp_bf16: fp32 master weights and states
 FINETUNES = {"full": "full"}
 CKPT = {"on": "on", "off": "off"}
@@ -48,10 +60,22 @@ OPTIMIZER = "adamw"
 FRAMEWORK = "llm-foundry @4952183 (composer, FSDP, amp_bf16, attn_impl triton)"
 
 
+# The table's "MP Mode" column, copied into the notes as "<precision> <MP mode> <sharding>":
+# composer's FSDP mixed precision (composer/trainer/mosaic_fsdp_utils.py @28cc4caf,
+# get_mixed_precision): DEFAULT reduces gradients in fp32 (reduce_dtype=torch.float32), PURE
+# in the autocast dtype.
+def mp_features(row, line):
+    if " DEFAULT " in row["notes"]:
+        return "+fsdp-fp32-reduce"
+    if " PURE " in row["notes"]:
+        return ""
+    sys.exit("convert_throughput: line %d: no FSDP mixed-precision mode in notes" % line)
+
+
 def out_of_scope(row):
     """The reason a row is left out, or None."""
     if "amp_fp8" in row["notes"]:
-        return "fp8 matmuls (amp_fp8): no fp8 precision in the tool"
+        return "fp8 matmuls through NVIDIA Transformer Engine (composer amp_fp8), not the torchao Float8Linear that --precision fp8 models"
     return None
 
 
@@ -74,7 +98,7 @@ def convert(row, line, index):
         "; multi-node over RoCE" if multi else "")
     return {
         "model": model,
-        "method": lookup(METHODS, row["method"], "method", line),
+        "method": method_of(row, line),
         "gpus": row["gpus"],
         "tp": "1",
         "micro_batch": row["micro_batch"],
@@ -87,7 +111,8 @@ def convert(row, line, index):
         "metric": "none", "measured_gib": "",
         "gpu": gpu, "framework": FRAMEWORK, "source": row["source_url"],
         "id": "LF-%03d" % index, "grade": "A-", "stack": "hf",
-        "features": "packed+fsdp", "attention": "triton", "seq_kind": "exact",
+        "features": "packed+fsdp" + mp_features(row, line), "attention": "triton",
+        "seq_kind": "exact",
         "tokens_per_s_gpu": "%g" % float(row["measured_tokens_s_gpu"]),
         "notes": notes, "group": row["group"],
     }

@@ -374,6 +374,45 @@ static double elementwise_fwd(const struct model_plan *p, const struct train_con
     return bytes * (double)m->layers + moe_elementwise_fwd(p, e);
 }
 
+/* Memory-bound bytes per token of one backward pass that the forward-times-two rule of
+ * elementwise_fwd does not see, e bytes an element:
+ *  - bias gradients. torch.nn.functional.linear runs a biased Linear as one addmm
+ *    (aten/src/ATen/native/Linear.cpp @81735ee6, linear -> _flatten_nd_linear -> addmm: the
+ *    forward bias add is the GEMM's epilogue), whose derivative for the broadcast bias is the
+ *    output gradient itself (tools/autograd/derivatives.yaml @d327a787, addmm: "self:
+ *    maybe_multiply(grad, beta.conj())"); the autograd engine then sums it to the bias's shape
+ *    (torch/csrc/autograd/engine.cpp @e1253a95, validate_outputs -> reduce_grad -> sum_to): a
+ *    reduction kernel reading the [tokens, out] gradient once, e bytes per output element of
+ *    every trained biased Linear. Column-parallel outputs (q, k, v, gate, up) are split over
+ *    TP; the row-parallel o and down add their bias to the reduced [tokens, h] output.
+ *  - LayerNorm's weight and bias gradients: PyTorch's CUDA layer_norm backward
+ *    (aten/src/ATen/native/cuda/layer_norm_kernel.cu, LayerNormBackwardKernelImplInternal)
+ *    computes dX in one kernel (reads dY and X, writes dX: 3e) and gamma/beta in a second
+ *    (GammaBetaBackward: reads dY and X again, 2e): 5e an element against the 4e that
+ *    "twice the forward's 2e" counts, so e more. Only when the norm's weights are trained:
+ *    the second kernel runs only for the gradients autograd asks for (grad_input_mask). */
+static double elementwise_bwd_extra(const struct model_plan *p, const struct train_config *c, double e)
+{
+    const struct model_spec *m = &p->spec;
+    const double tp = (double)c->tp, h = (double)m->hidden;
+    if (c->finetune != FT_FULL)
+        return 0; /* adapters train no bias (PEFT bias="none") and no norm */
+    double bytes = 0;
+    if (m->norm == NORM_LAYERNORM && !(c->features & FEAT_COMPILE))
+        bytes += (double)m->norms_per_layer * e * h * (double)m->layers;
+    double out = 0;
+    if (m->qkv_bias)
+        out += (double)((m->heads + 2 * m->kv_heads) * m->head_dim) / tp;
+    if (m->o_bias)
+        out += h;
+    if (m->mlp_bias)
+        out += (m->mlp == MLP_GATED ? 2.0 : 1.0) * p->inter_active / tp + h;
+    bytes += e * out * (double)m->layers;
+    if (m->lm_head_bias)
+        bytes += e * (double)m->vocab / tp;
+    return bytes;
+}
+
 /* The eager MoE block launches its kernels per expert that received tokens (all of them,
  * at training batch sizes): index the tokens, gate, activation, up, multiply, down, index
  * the routing weights, multiply, cast, index_add_ and the expert GEMMs' own: ~12; the
@@ -511,6 +550,9 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
                           * grads, one unit (block) ahead of compute; the first gather is
                           * exposed */
         sp->overlap = OVERLAP_FSDP;
+        /* FSDP's mixed precision with an fp32 reduce_dtype reduce-scatters fp32 gradients */
+        if ((c->features & FEAT_FSDP) && (c->features & FEAT_FSDP_FP32_REDUCE) && e < 4.0)
+            grad_bytes *= 4.0 / e;
         sp->comm_fixed_s = 2.0 * collective(p16, dp, 1.0, units, g) + collective(grad_bytes, dp, 1.0, units, g);
         sp->comm_first_s = sp->comm_fixed_s / units;
         sp->comm_sm_share = speed_nccl_sm_share(eff, p16 / units); /* a unit's gather */
@@ -568,6 +610,53 @@ static void fp8_casts(const struct model_plan *p, const struct train_config *c, 
                    w * 2.0 / sp->bw;
 }
 
+/* Passes over the optimizer's element size (4 bytes: fp32 master weights and states) one
+ * step makes per trained parameter. A fused AdamW kernel (FEAT_FUSED_OPT: torch's
+ * fused=True, apex FusedAdam) reads the weight, gradient and two states and writes the
+ * weight and states: 7. The default unfused AdamW runs one kernel an operation
+ * (torch/optim/adamw.py @c15fcf4e, _multi_tensor_adamw: _foreach_lerp_ of exp_avg (read
+ * exp_avg and grad, write: 3 passes), _foreach_mul_ (2) and _foreach_addcmul_ (3) of
+ * exp_avg_sq, _foreach_sqrt into a temporary (2), _foreach_div_ (2), _foreach_add_ of eps
+ * (2), _foreach_addcdiv_ into the weight (read weight, exp_avg, denominator, write: 4)):
+ * 18 passes; composer's DecoupledAdamW (composer/optim/decoupled_weight_decay.py @28cc4caf,
+ * the loop llm-foundry runs) does the same per parameter with mul_ + add_ for the lerp (20).
+ * Weight decay, when not 0, adds a _foreach_mul_ of the weight (2): not counted (the HF
+ * Trainer's default weight_decay is 0). SGD with momentum: 3. The HF Trainer's default
+ * optimizer is adamw_torch, this foreach path (transformers PR #25109, 2023-07), until
+ * transformers PR #37358 makes adamw_torch_fused the default with torch >= 2.8: such runs
+ * are feature `fused`, as the memory model already has them (no step temporaries). */
+double speed_opt_passes(const struct train_config *c)
+{
+    if (c->optimizer == OPT_SGD)
+        return 3.0;
+    if (c->optimizer == OPT_ADAMW && !(c->features & FEAT_FUSED_OPT))
+        return 18.0;
+    return 7.0; /* fused AdamW, bitsandbytes' 8-bit AdamW kernel (one fused kernel) */
+}
+
+/* Bytes FSDP moves over its unsharded gradient per trained parameter and backward, beyond
+ * the GEMMs that produce it, for e-byte gradients reduced in r-byte elements (r = 4 with
+ * FEAT_FSDP_FP32_REDUCE, else e). FSDP (torch.distributed.fsdp, FSDP1: HF Trainer,
+ * Lightning/litgpt, composer) hands the module its weights as views made by torch.split
+ * (torch/distributed/fsdp/flat_param.py of torch 2.0/2.1, _flat_param.py since 2.2:
+ * _get_unflat_views_unaligned), so autograd's split backward concatenates the views'
+ * gradients into the flat gradient: a copy, read and write, 2e. _post_backward_hook
+ * (torch/distributed/fsdp/_runtime_utils.py @3ade90a6) casts it to the reduce dtype when
+ * that differs (flat_param.grad.to(reduce_dtype): e + r), and the default reduce-scatter hook
+ * divides it in place by the pre-divide factor before communicating
+ * (torch/distributed/algorithms/_comm_hooks/default_hooks.py @db8ddc78, reduce_scatter_hook:
+ * grad.div_(gradient_predivide_factor), a factor above 1 for any world size above 1): 2r.
+ * FSDP2 (fully_shard: the torchtune and torchtitan stacks) copies the gradients into the
+ * reduce-scatter buffer in the reduce dtype (_fsdp_collectives.py foreach_reduce,
+ * torch._chunk_cat: e + r) and, with NCCL's AVG, divides nothing. */
+double speed_fsdp_grad_bytes(const struct train_config *c, double e)
+{
+    const double r = (c->features & FEAT_FSDP_FP32_REDUCE) && e < 4.0 ? 4.0 : e;
+    if (c->stack == STACK_TORCHTUNE || c->stack == STACK_TORCHTITAN)
+        return e + r;
+    return 2.0 * e + (r != e ? e + r : 0.0) + 2.0 * r;
+}
+
 void speed_prepare(const struct model_plan *p, const struct train_config *c,
                    const struct gpu_spec *g, struct speed_prepared *sp)
 {
@@ -608,7 +697,7 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     /* memory-bound work: forward passes, backward about twice forward's bytes (gradient in,
      * saved input, gradient out); cross-entropy over the vocabulary in fp32 (logits read,
      * upcast, log_softmax, its gradient, cast back: ~28 bytes a logit); embedding lookup */
-    sp->elem_bytes_tok = elementwise_fwd(p, c, e) * (elem_passes + 2.0) +
+    sp->elem_bytes_tok = elementwise_fwd(p, c, e) * (elem_passes + 2.0) + elementwise_bwd_extra(p, c, e) +
                          28.0 * (double)m->vocab / tp + 3.0 * e * (double)m->hidden;
 
     /* optimizer step: read weights, grads and two states, write weights and states */
@@ -625,8 +714,12 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     shard *= (double)train_pp(c);
     double wt = c->precision == PREC_BF16_PURE ? 2.0 : 4.0;
     double opt_bytes = c->method == METHOD_OFFLOAD ? 0
-                     : trained / tp / shard * wt * (c->optimizer == OPT_SGD ? 3.0 : 7.0);
+                     : trained / tp / shard * wt * speed_opt_passes(c);
     sp->fixed_s = opt_bytes / sp->bw;
+    /* FSDP's unsharded gradient, every parameter of every unit each backward, before the
+     * reduce-scatter (zero3 with FEAT_FSDP; speed_fsdp_grad_bytes) */
+    if (zero3 && (c->features & FEAT_FSDP))
+        sp->fixed_s += trained / tp / (double)train_pp(c) * speed_fsdp_grad_bytes(c, e) / sp->bw;
     /* quantized base: each matmul reads the packed weight and writes/reads a 16-bit copy */
     if (!full && c->quant != QUANT_NONE)
         sp->fixed_s += (double)(p->linear_w - p->head_p) / tp * (c->quant == QUANT_INT8 ? 5.0 : 4.5) *

@@ -83,6 +83,8 @@ enum feature {
                                      and cast to the compute dtype beside it */
     FEAT_FLASH_ATTN = 1u << 28,   /* the flash-attn package (HF flash_attention_2): K and V
                                      keep their kv_heads, GQA in the kernel */
+    FEAT_FSDP_FP32_REDUCE = 1u << 29,/* FSDP reduce-scatters gradients in fp32 (MixedPrecision
+                                        reduce_dtype=float32, composer's DEFAULT): speed only */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
