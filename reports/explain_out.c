@@ -41,8 +41,8 @@ static void text_changes(const struct explanation *x, FILE *f)
     fprintf(f, "changes    %s\n", x->nchanges ? "each of these alone makes it fit (fewest changed first):"
                                               : "no single change tried makes it fit");
     for (int i = 0; i < x->nchanges; i++)
-        fprintf(f, "           %-34s peak %.2f GiB (%.2f GiB with the margin)\n", x->changes[i].what,
-                x->changes[i].peak_gib, x->changes[i].fit_peak_gib);
+        fprintf(f, "           peak %7.2f GiB (%7.2f GiB with the margin)  %s\n", x->changes[i].peak_gib,
+                x->changes[i].fit_peak_gib, x->changes[i].what);
 }
 
 static json_t *changes_json(const struct explanation *x)

@@ -346,7 +346,11 @@ static bool try_change(struct candidates *cd, const struct train_config *c, int 
     if (!pt.fits)
         return false;
     struct answer_change ch = {.cfg = *c, .cost = cost};
-    snprintf(ch.what, sizeof ch.what, "%s", what);
+    /* offload fits the GPU by filling host memory: say how much, the planner's other limit */
+    if (pt.mem.host)
+        snprintf(ch.what, sizeof ch.what, "%s, %.0f GiB host memory a GPU", what, units_gib(pt.mem.host));
+    else
+        snprintf(ch.what, sizeof ch.what, "%s", what);
     ch.peak_gib = units_gib(pt.peak);
     ch.fit_peak_gib = units_gib(pt.fit_peak);
     /* keep the max cheapest: (cost, GPUs, peak) */
@@ -368,19 +372,41 @@ static bool try_change(struct candidates *cd, const struct train_config *c, int 
     return true;
 }
 
+/* c laid out by method m on g GPUs, as the space lays it out: TP over all of them, DP x TP
+ * with c's TP degree (else 2), a pipeline with a stage per GPU and the space's default of
+ * 4 micro-batches a stage, offload keeping `off` in host memory; data parallel otherwise.
+ * Returns false when m cannot use g GPUs. */
+static bool method_layout(const struct train_config *c, enum method m, int32_t g,
+                          enum offload_mode off, struct train_config *x)
+{
+    *x = *c;
+    x->method = m;
+    x->gpus = g;
+    x->tp = m == METHOD_TP ? g : m == METHOD_DPTP ? (c->tp > 1 ? c->tp : 2) : 1;
+    x->pp = m == METHOD_PP ? g : 1;
+    x->microbatches = m == METHOD_PP ? 4 * g : 1;
+    x->offload = m == METHOD_OFFLOAD ? off : OFFLOAD_NONE;
+    x->dp = g / (x->tp * x->pp);
+    return m != METHOD_SINGLE && g % (x->tp * x->pp) == 0;
+}
+
+/* "offload on 8 GPUs", "offload (also parameters) on 8 GPUs" */
+static void layout_what(const struct train_config *x, char *what, size_t n)
+{
+    snprintf(what, n, "%s%s on %d GPUs", method_name(x->method),
+             x->offload == OFFLOAD_PARAMS ? " (also parameters)" : "", (int)x->gpus);
+}
+
 /* The fewest GPUs (doubling from c's count, up to 4096) on which method m fits. */
-static void more_gpus(struct candidates *cd, const struct train_config *c, enum method m)
+static void more_gpus(struct candidates *cd, const struct train_config *c, enum method m,
+                      enum offload_mode off)
 {
     for (int32_t g = c->gpus * 2; g <= 4096; g *= 2) {
-        struct train_config x = *c;
-        x.method = m;
-        x.gpus = g;
-        x.tp = m == METHOD_TP ? g : m == METHOD_DPTP ? (c->tp > 1 ? c->tp : 2) : 1;
-        x.dp = g / x.tp;
-        if (m == METHOD_SINGLE || g % x.tp)
+        struct train_config x;
+        if (!method_layout(c, m, g, off, &x))
             return;
         char what[96];
-        snprintf(what, sizeof what, "%s on %d GPUs", method_name(m), (int)g);
+        layout_what(&x, what, sizeof what);
         if (try_change(cd, &x, 3, what))
             return;
     }
@@ -402,16 +428,19 @@ int answer_suggest(const struct sweep *s, uint32_t model, const struct train_con
         train_set_ckpt(&x, CKPT_ON);
         try_change(&cd, &x, 1, "checkpointing on");
     }
+    /* every other method on the same GPUs, then on more; offload first with the optimizer
+     * in host memory, then with the parameters too (PCIe traffic grows with each) */
     for (int m = METHOD_CDP; m < METHOD_COUNT; m++) {
-        x = *c;
-        x.method = (enum method)m;
-        x.tp = m == METHOD_TP ? c->gpus : m == METHOD_DPTP ? 2 : 1;
-        x.dp = c->gpus / x.tp;
-        if (m != (int)c->method && c->gpus > 1 && x.tp * x.dp == c->gpus) {
-            snprintf(what, sizeof what, "%s on %d GPUs", method_name(x.method), c->gpus);
-            try_change(&cd, &x, 2, what);
+        for (int off = OFFLOAD_OPTIMIZER; off <= (m == METHOD_OFFLOAD ? OFFLOAD_PARAMS : OFFLOAD_OPTIMIZER); off++) {
+            const bool same = m == (int)c->method && off == (int)c->offload;
+            const int cost = off == OFFLOAD_PARAMS ? 3 : 2; /* the parameters too: more traffic */
+            if (!same && c->gpus > 1 && method_layout(c, (enum method)m, c->gpus, (enum offload_mode)off, &x)) {
+                layout_what(&x, what, sizeof what);
+                if (try_change(&cd, &x, cost, what))
+                    continue; /* fits on these GPUs: more of them change more */
+            }
+            more_gpus(&cd, c, (enum method)m, (enum offload_mode)off);
         }
-        more_gpus(&cd, c, (enum method)m);
     }
     if (c->optimizer == OPT_ADAMW) {
         x = *c;

@@ -105,6 +105,16 @@ assert any(x["change"].startswith("QLoRA") for x in s)
 PY
 "$BIN" explain --model meta-llama/Llama-3.1-8B --gpu A10G-24GB --seq 2048 > ex.txt
 grep -q '^changes    each of these alone makes it fit' ex.txt || fail "explain lists no changes"
+# the methods beyond LLMem are changes too: CPU offload on the same GPUs, with the host memory
+# it fills, the optimizer before the parameters (less traffic); a pipeline on more GPUs
+"$BIN" explain --model meta-llama/Llama-3.1-70B --finetune full --method adp --gpus 8 --seq 2048 \
+  --micro-batch 1 > ex70.txt
+grep -q '^           peak .*  offload on 8 GPUs, [0-9]* GiB host memory a GPU$' ex70.txt \
+  || fail "explain does not suggest offloading the optimizer: $(cat ex70.txt)"
+grep -q '  offload (also parameters) on 8 GPUs, ' ex70.txt || fail "explain does not suggest offloading the parameters"
+[ "$(grep -n '  offload on 8 GPUs' ex70.txt | cut -d: -f1)" -lt "$(grep -n '  offload (also' ex70.txt | cut -d: -f1)" ] \
+  || fail "offloading the parameters listed before the optimizer alone"
+grep -q '  pp on [0-9]* GPUs$' ex70.txt || fail "explain does not suggest a pipeline"
 "$BIN" explain --model meta-llama/Llama-3.1-8B --gpu A10G-24GB --seq 2048 --format json > ex.json
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert not j["fits"] and j["suggestions"]' ex.json \
   || fail "explain JSON lists no suggestions"
