@@ -170,12 +170,54 @@ static void front_path(FILE *f, const struct svg_plot *p, const struct report *r
         fprintf(f, "H%.1f\"/>\n", svg_px(p, budget));
 }
 
+/* The scatter draws at most this many points: a point with its tooltip is about 300
+ * bytes, and the default sweep ranks some 30,000 layouts (9 MB of SVG no one can read).
+ * The CSV and JSON keep every row. */
+#define SCATTER_MAX 2000
+
+/* Marks the rows the scatter draws: every point of the front, then the best K layouts of
+ * each recipe (rank restarts per recipe) for the largest K that keeps the total within
+ * SCATTER_MAX. Returns how many are marked and sets *k (0: every row). */
+static size_t scatter_rows(const struct report *r, const bool *front, bool *shown, long *k)
+{
+    size_t nfront = 0, left;
+    long top = 0;
+    for (size_t i = 0; i < r->nrows; i++) {
+        nfront += front[i];
+        top = r->rows[i].rank > top ? r->rows[i].rank : top;
+    }
+    *k = 0;
+    if (r->nrows <= SCATTER_MAX) {
+        for (size_t i = 0; i < r->nrows; i++)
+            shown[i] = true;
+        return r->nrows;
+    }
+    left = SCATTER_MAX > nfront ? SCATTER_MAX - nfront : 0;
+    /* rows off the front by rank; ranks above SCATTER_MAX never fit, so counting stops there */
+    size_t at_rank[SCATTER_MAX + 2] = {0}, sum = 0;
+    for (size_t i = 0; i < r->nrows; i++)
+        if (!front[i] && r->rows[i].rank >= 1)
+            at_rank[r->rows[i].rank <= SCATTER_MAX ? r->rows[i].rank : SCATTER_MAX + 1]++;
+    for (long cand = 1; cand <= top && cand <= SCATTER_MAX; cand++) {
+        sum += at_rank[cand];
+        if (sum > left)
+            break;
+        *k = cand;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < r->nrows; i++) {
+        shown[i] = front[i] || r->rows[i].rank <= *k;
+        n += shown[i];
+    }
+    return n;
+}
+
 static void pareto_points(FILE *f, const struct svg_plot *p, const struct report *r,
-                          const bool *front, bool on_front)
+                          const bool *front, const bool *shown, bool on_front)
 {
     for (size_t i = 0; i < r->nrows; i++) {
         const struct report_row *w = &r->rows[i];
-        if (front[i] != on_front)
+        if (front[i] != on_front || !shown[i])
             continue;
         if (w->peak_hi_gib > w->peak_gib) /* the error band's upper end */
             fprintf(f, "<line class=\"whisker c%d\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>",
@@ -211,8 +253,10 @@ void html_chart_pareto(struct html_out *o)
     double budget = r->meta.budget_gib, max_peak = budget, max_tok = 0;
     if (!r->nrows)
         return;
-    bool *front = calloc(r->nrows, sizeof *front);
+    bool *front = calloc(2 * r->nrows, sizeof *front), *shown = front ? front + r->nrows : NULL;
     struct front_key *order = front ? pareto(r, front) : NULL;
+    long k = 0;
+    const size_t nshown = order ? scatter_rows(r, front, shown, &k) : 0;
     for (size_t i = 0; i < r->nrows; i++) {
         max_peak = fmax(max_peak, fmax(r->rows[i].peak_gib, r->rows[i].peak_hi_gib));
         max_tok = fmax(max_tok, r->rows[i].tokens_per_s);
@@ -225,16 +269,21 @@ void html_chart_pareto(struct html_out *o)
     struct svg_plot p;
     svg_plot_init(&p, 1180, 420, margins, &x, &y);
     fputs("<section class=\"card\" id=\"tradeoff\">\n<h2>Throughput against memory</h2>\n"
-          "<p class=\"note\">Every ranked configuration; the dashed staircase is the Pareto "
-          "front, the best throughput available for a given peak or less. Hover a point for "
-          "its configuration.</p>\n", f);
+          "<p class=\"note\">", f);
+    if (k > 0 || nshown < r->nrows)
+        fprintf(f, "%zu of the %zu ranked layouts: the Pareto front and the best %ld of each "
+                   "recipe (the CSV and JSON have them all)", nshown, r->nrows, k);
+    else
+        fputs("Every ranked configuration", f);
+    fputs("; the dashed staircase is the Pareto front, the best throughput available for a "
+          "given peak or less. Hover a point for its configuration.</p>\n", f);
     if (order) {
         svg_begin(f, &p, "pareto", "Throughput against predicted peak memory",
                   "Scatter of the ranked configurations with the Pareto front highlighted.");
         budget_line_v(f, &p, budget, true);
         front_path(f, &p, r, order, front, budget);
-        pareto_points(f, &p, r, front, false);
-        pareto_points(f, &p, r, front, true);
+        pareto_points(f, &p, r, front, shown, false);
+        pareto_points(f, &p, r, front, shown, true);
         svg_end(f);
         method_legend(f, r);
     }

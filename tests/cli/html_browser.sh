@@ -76,6 +76,15 @@ done
 browse "$TMP/big.err" --window-size=360,1200 --dump-dom "file://$TMP/big.html" >"$TMP/big.dom" \
   || fail "chromium failed on the large report"
 grep -q '<b data-clipped' "$TMP/big.dom" && fail "a stat card clips its number in the large report"
+# the scatter draws at most 2,000 of its ranked layouts and says which (html_charts.c)
+python3 - "$TMP/big.html" <<'PY' || fail "the throughput/memory scatter is not capped as it says"
+import re, sys
+s = open(sys.argv[1]).read()
+sec = s[s.index('id="tradeoff"'):s.index('</section>', s.index('id="tradeoff"'))]
+n = sec.count('<circle')
+m = re.search(r'(\d+) of the (\d+) ranked layouts: the Pareto front and the best (\d+) of each recipe', sec)
+assert m and int(m.group(1)) == n <= 2000 < int(m.group(2)), (n, m and m.groups())
+PY
 
 # the screenshot, for people to look at
 shot="$ART/html_report.png"
