@@ -432,7 +432,7 @@ int answer_suggest(const struct sweep *s, uint32_t model, const struct train_con
      * in host memory, then with the parameters too (PCIe traffic grows with each) */
     for (int m = METHOD_CDP; m < METHOD_COUNT; m++) {
         for (int off = OFFLOAD_OPTIMIZER; off <= (m == METHOD_OFFLOAD ? OFFLOAD_PARAMS : OFFLOAD_OPTIMIZER); off++) {
-            const bool same = m == (int)c->method && off == (int)c->offload;
+            const bool same = m == (int)c->method && (m != METHOD_OFFLOAD || off == (int)c->offload);
             const int cost = off == OFFLOAD_PARAMS ? 3 : 2; /* the parameters too: more traffic */
             if (!same && c->gpus > 1 && method_layout(c, (enum method)m, c->gpus, (enum offload_mode)off, &x)) {
                 layout_what(&x, what, sizeof what);
