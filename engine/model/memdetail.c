@@ -71,6 +71,8 @@
 #define SRC_RECOMPUTE "torch.utils.checkpoint: backward reruns one block's forward"
 #define SRC_BWD_WS "one block's backward: the output gradient and the MLP's input gradients"
 #define SRC_TAIL "final norm's saved input and the lm_head input"
+#define SRC_PP_OUT "torch distributed/pipelining/stage.py forward_one_chunk: the last stage appends each " \
+                   "micro-batch's output to output_chunks, cleared when the next step starts (01386103)"
 #define SRC_EVAL "litgpt: a validation pass keeps full 16-bit logits and their log_softmax"
 #define SRC_GATHER "torch FSDP: the root unit stays gathered (_post_forward_reshard), one block " \
                    "gathered, in backward + the prefetched block and a block's gradient; " \
@@ -640,6 +642,16 @@ static void logits_rows(struct build *b, const struct ctx *x)
     }
     if (r)
         snprintf(r->shape, sizeof r->shape, "%d x %d x %" PRId64, c->micro_batch, c->seq_len, x->mp.vocab);
+    /* the last pipeline stage's kept outputs (memmodel.c logits_coeffs) */
+    if (x->mp.pp_out_n && (x->ph == PHASE_LOSS || x->ph == PHASE_BWD_LAST)) {
+        r = row_bytes(b, TERM_LOGITS, "pipeline output_chunks: every micro-batch's logits",
+                      x->mp.pp_out_tok == 4 ? "fp32" : "bf16",
+                      bytes_mul(bytes_mul(entries, x->mp.pp_out_tok), (uint64_t)x->mp.pp_out_n), SRC_PP_OUT);
+        if (r) {
+            snprintf(r->shape, sizeof r->shape, "%d x %d x %" PRId64, c->micro_batch, c->seq_len, x->mp.vocab);
+            snprintf(r->count, sizeof r->count, "%d micro-batches", (int)x->mp.pp_out_n);
+        }
+    }
 }
 
 static void comm_rows(struct build *b, const struct ctx *x)
