@@ -930,8 +930,23 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     /* pipeline stages receive the previous stage's output and send their own (forward),
      * and the same-sized gradients back (Megatron p2p_communication: recv_forward /
      * send_backward buffers of [s, b, h]) */
-    if (c->method == METHOD_PP)
+    if (c->method == METHOD_PP && c->stack != STACK_TORCHTITAN)
         mp->comm_tok += 2 * ea * h;
+    /* torch.distributed.pipelining (torchtitan's stages) allocates its receive buffers once,
+     * one per micro-batch, and keeps them across steps: PipelineStage._prepare_forward_infra
+     * makes `_make_tensor_from_meta(inp)` for every chunk_id on a stage that is not the first
+     * (the stage's input, received into it), _prepare_backward_infra one gradient buffer of
+     * the stage's output per micro-batch through _create_grad_recv_info on a stage that is not
+     * the last (pytorch/pytorch torch/distributed/pipelining/stage.py at 01386103). The stage
+     * boundary is the residual stream, [b, s / tp, h] per rank under torchtitan's sequence
+     * parallelism, in the residual dtype. Sends pass the output tensor itself. The first
+     * stage keeps m gradient buffers; the last m input buffers, of which the micro-batch in
+     * flight is its first block's checkpoint, counted there already. */
+    if (c->method == METHOD_PP && c->stack == STACK_TORCHTITAN) {
+        const uint64_t m = (uint64_t)train_microbatches(c), io = er * h / sp;
+        mp->pp_recv_first_tok = m * io;
+        mp->pp_recv_last_tok = ((c->grad_ckpt || c->ckpt_selective) && m > 0 ? m - 1 : m) * io;
+    }
     kept_outputs(p, c, ea, mp);
 }
 
@@ -1094,6 +1109,14 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     lg[PHASE_BWD_LAST] = pp_outs;
     for (int ph = PHASE_FORWARD; ph <= PHASE_BWD_FIRST; ph++)
         cm[ph] = comm;
+    /* the pipeline's receive buffers (activation_coeffs): the first stage's phases, the last's */
+    if (mp->pp_recv_first_tok | mp->pp_recv_last_tok) {
+        const uint64_t first = bytes_mul(t, mp->pp_recv_first_tok), last = bytes_mul(t, mp->pp_recv_last_tok);
+        cm[PHASE_FORWARD] = bytes_add(cm[PHASE_FORWARD], first);
+        cm[PHASE_BWD_FIRST] = bytes_add(cm[PHASE_BWD_FIRST], first);
+        cm[PHASE_LOSS] = bytes_add(cm[PHASE_LOSS], last);
+        cm[PHASE_BWD_LAST] = bytes_add(cm[PHASE_BWD_LAST], last);
+    }
     /* outputs a loop keeps (kept_outputs): this step's KV cache from its forward on, its
      * logits after the loss (inside the loss path at the loss), and during the forward the
      * previous step's (the same lengths) beside this one's cache */
