@@ -173,6 +173,25 @@ static void test_compiled_ce(void **state)
     assert_int_equal(losspath_select(&tc, "llama"), LOSS_HF);
 }
 
+/* torchtitan under TP with loss_parallel (torch distributed/tensor/parallel/loss.py): the
+ * forward holds the logits H, the upcast X, shifted S and exp E (14), the fused backward
+ * the saved log-softmax R, zeros Z, exp(R) and their sum (16); under fp32 the upcast is
+ * the logits themselves and the backward's 16 still binds. Selected for torchtitan with
+ * tp > 1 and its sequence-parallel plan; one TP rank runs plain log_softmax (hf's 12). */
+static void test_loss_parallel(void **state)
+{
+    (void)state;
+    assert_true(cost(LOSS_LOSS_PARALLEL, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 16.0);
+    assert_true(cost(LOSS_LOSS_PARALLEL, 4, DATA_PACKED, ALLOC_DEFAULT).allocated == 16.0);
+    struct train_config tc = {.stack = STACK_TORCHTITAN, .finetune = FT_FULL, .tp = 8,
+                              .features = FEAT_COMPILE | FEAT_SEQ_PARALLEL};
+    assert_int_equal(losspath_select(&tc, "llama"), LOSS_LOSS_PARALLEL);
+    tc.tp = 1;
+    assert_int_equal(losspath_select(&tc, "llama"), LOSS_HF);
+    tc.tp = 8, tc.stack = STACK_HF;
+    assert_int_equal(losspath_select(&tc, "llama"), LOSS_HF);
+}
+
 /* Which path a configuration runs. */
 static void test_select(void **state)
 {
@@ -203,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_replay_by_hand), cmocka_unit_test(test_variable_run), cmocka_unit_test(test_variable_table), cmocka_unit_test(test_hf_expandable),
         cmocka_unit_test(test_chunked),              cmocka_unit_test(test_select),
         cmocka_unit_test(test_outputs_kept),         cmocka_unit_test(test_compiled_ce),
+        cmocka_unit_test(test_loss_parallel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

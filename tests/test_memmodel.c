@@ -610,6 +610,12 @@ static void test_sequence_parallel(void **state)
     assert_int_equal(floor_tp - memmodel_floor(&plan, &big, true, &at), 1048576);
     assert_int_equal(at, PHASE_FORWARD);
     assert_true(stack_features(STACK_TORCHTITAN) & FEAT_SEQ_PARALLEL);
+    /* torchtitan's loss_parallel path on the vocab shard: 16 bytes per token and entry
+     * (losspath.c loss_parallel_path): 16 x 16 x 500 */
+    c.stack = STACK_TORCHTITAN;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 128000);
+    c.stack = STACK_HF;
     /* one TP rank: nothing to shard */
     c.method = METHOD_SINGLE, c.gpus = c.tp = 1;
     predict(&c, &e);
@@ -620,8 +626,11 @@ static void test_sequence_parallel(void **state)
  * micro-batches, dp 1): each stage keeps its parameters gathered in bf16 through the step
  * (the first stage: one block and the embedding, 100992 parameters: 2 x 100992) beside
  * the p2p buffers (2 x 2h x 16 = 4096), and its gradients accumulate unsharded in fp32
- * (4 x 100992) in every phase but the step. Megatron's stages (stack hf) keep none of
- * these gathered units. */
+ * (4 x 100992) in every phase but the step. torch's pipelining keeps one receive buffer
+ * per micro-batch: the first stage 8 gradient buffers of its output, 8 x 16 x 2h = 16384
+ * (in place of Megatron's two p2p buffers, 2 x 2h x 16 = 4096); the last stage 8 input
+ * buffers, one fewer under checkpointing (the one in flight is its first block's
+ * checkpoint): 2048 less. Megatron's stages (stack hf) keep none of these gathered units. */
 static void test_pipeline_fsdp_stages(void **state)
 {
     (void)state;
@@ -631,13 +640,27 @@ static void test_pipeline_fsdp_stages(void **state)
     struct mem_estimate e;
     predict(&c, &e);
     const uint64_t *fwd = e.phase[PHASE_FORWARD], *bwd = e.phase[PHASE_BWD_FIRST];
-    assert_in_range(fwd[TERM_COMM], 2 * 100992 + 4096 - 1, 2 * 100992 + 4096);
-    assert_in_range(bwd[TERM_COMM], 2 * 100992 + 4096 - 1, 2 * 100992 + 4096);
+    assert_in_range(fwd[TERM_COMM], 2 * 100992 + 16384 - 1, 2 * 100992 + 16384);
+    assert_in_range(bwd[TERM_COMM], 2 * 100992 + 16384 - 1, 2 * 100992 + 16384);
     assert_in_range(fwd[TERM_GRADS], 4 * 100992 - 4, 4 * 100992);
     assert_in_range(bwd[TERM_GRADS], 4 * 100992 - 4, 4 * 100992);
+    /* the last stage keeps every micro-batch's 2-byte logits in output_chunks (torch
+     * pipelining): 8 x 16 x 1000 x 2 = 256000 beside the loss path's 12 x 16 x 1000 at the
+     * loss, and through its last block's backward */
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 192000 + 256000);
+    assert_int_equal(e.phase[PHASE_BWD_LAST][TERM_LOGITS], 256000);
+    assert_int_equal(e.phase[PHASE_BWD_FIRST][TERM_LOGITS], 0);
+    struct mem_estimate ck;
+    c.grad_ckpt = true;
+    predict(&c, &ck);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_COMM] - ck.phase[PHASE_LOSS][TERM_COMM], 2048);
+    assert_int_equal(ck.phase[PHASE_FORWARD][TERM_COMM], fwd[TERM_COMM]);
+    c.grad_ckpt = false;
     c.stack = STACK_HF, c.features = stack_features(STACK_HF);
     predict(&c, &e);
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_COMM], 4096);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 192000);
+    assert_int_equal(e.phase[PHASE_BWD_LAST][TERM_LOGITS], 0);
 }
 
 /* A loop that keeps `outputs` (feature outputs-kept), bf16-pure, full, b = 2, s = 8 (t = 16),

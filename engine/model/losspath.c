@@ -117,6 +117,28 @@ static const struct lp_event compiled_ce_path[] = {
     A(0, SZ_COMPUTE), A(1, SZ_COMPUTE), F(0), F(1),
 };
 
+/* torchtitan with TP and loss parallelism (on by default: the output Linear is
+ * ColwiseParallel(output_layouts=Shard(-1), use_local_output=False) and train.py runs the
+ * step inside loss_parallel(); torchtitan 9dec370 parallelisms/parallelize_llama.py
+ * apply_tp, train.py loss_fn `cross_entropy(pred.flatten(0, 1).float(), labels)` then
+ * `del pred` before loss.backward()). DTensor routes the loss's aten ops to the handlers of
+ * torch/distributed/tensor/parallel/loss.py (pytorch/pytorch 02eef6b8, the fused backward
+ * unchanged since loss_parallel landed in torch 2.3), which run on the rank's vocab shard:
+ * forward _log_softmax: the upcast X (1) stays referenced by the caller until
+ * cross_entropy returns; `shifted = x - x_max` S (2), `torch.exp(shifted)` E (3, freed
+ * after the sum), `result = shifted - logsumexp` R (4), which log_softmax and nll_loss save;
+ * 14 while R is written. Backward: _nll_loss_and_log_softmax_backward (the log-softmax
+ * handler only returns grad.to(fp32), no copy): `grad_input = torch.zeros_like(x)` Z (5),
+ * then `(grad_input + torch.exp(x)) * grad_output`: exp(x) (6), the sum (7), the product G
+ * (8) beside R and Z: 16, against plain log_softmax's 12; then ToCopyBackward's cast to
+ * e_a (9). */
+static const struct lp_event loss_parallel_path[] = {
+    A(0, SZ_COMPUTE), A(1, SZ_UPCAST), A(2, SZ_FP32), A(3, SZ_FP32), F(3), A(4, SZ_FP32), F(2),
+    F(1), F(0),
+    A(5, SZ_FP32), A(6, SZ_FP32), A(7, SZ_FP32), F(6), A(8, SZ_FP32), F(7), F(5), F(4),
+    A(9, SZ_COMPUTE), F(8), F(9),
+};
+
 /* torchtune's CEWithChunkedOutputLoss (modules/loss/ce_chunked_output_loss.py): the model
  * returns 16-bit logits in chunks (0) and the loss upcasts each chunk (1); both stay for
  * backward. Under torch.compile the upcast is fused into the chunk's reduction: one fp32
@@ -168,6 +190,9 @@ static const struct {
                                "L213-215 @5fe7f8f8: `outputs` kept; the hf path otherwise"),
     [LOSS_COMPILED_CE] = PATH("compiled-ce", compiled_ce_path, "torchtitan components/loss.py "
                               "build_cross_entropy_loss under torch.compile @bbb1b616e"),
+    [LOSS_LOSS_PARALLEL] = PATH("loss-parallel", loss_parallel_path, "torchtitan train.py loss_fn and "
+                                "apply_tp loss_parallel @9dec370; torch distributed/tensor/parallel/"
+                                "loss.py _log_softmax, _nll_loss_and_log_softmax_backward @02eef6b8"),
 };
 
 const char *losspath_source(enum loss_path lp)
@@ -191,6 +216,9 @@ enum loss_path losspath_select(const struct train_config *c, const char *model_t
         return LOSS_COMPILED_CE;
     if (c->features & FEAT_LOGITS_KEPT)
         return LOSS_KEPT;
+    /* torchtitan's TP keeps the loss vocab-parallel (memmodel.c seq_parallel) */
+    if (c->stack == STACK_TORCHTITAN && c->tp > 1 && (c->features & FEAT_SEQ_PARALLEL))
+        return LOSS_LOSS_PARALLEL;
     if ((c->features & FEAT_OUTPUTS_KEPT) && c->stack == STACK_HF)
         return LOSS_OUTPUTS_KEPT;
     if (model_type && strcmp(model_type, "qwen") == 0) /* the model's own remote code */

@@ -38,6 +38,8 @@ enum loss_path {
                          the step (PEFT's MetaMathQA run.py) */
     LOSS_COMPILED_CE, /* cross_entropy(logits.float()) under torch.compile (torchtitan's
                          compiled loss): no fp32 tensor of N x V */
+    LOSS_LOSS_PARALLEL, /* torchtitan under TP: torch's loss_parallel handlers on the rank's
+                           vocab shard (fp32 shifted copy, zeros + exp in backward) */
     LOSS_COUNT
 };
 

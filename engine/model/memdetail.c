@@ -71,6 +71,10 @@
 #define SRC_RECOMPUTE "torch.utils.checkpoint: backward reruns one block's forward"
 #define SRC_BWD_WS "one block's backward: the output gradient and the MLP's input gradients"
 #define SRC_TAIL "final norm's saved input and the lm_head input"
+#define SRC_PP_RECV "torch distributed/pipelining/stage.py PipelineStage._prepare_forward_infra and " \
+                    "_create_grad_recv_info: one buffer per micro-batch, kept across steps (01386103)"
+#define SRC_PP_OUT "torch distributed/pipelining/stage.py forward_one_chunk: the last stage appends each " \
+                   "micro-batch's output to output_chunks, cleared when the next step starts (01386103)"
 #define SRC_EVAL "litgpt: a validation pass keeps full 16-bit logits and their log_softmax"
 #define SRC_GATHER "torch FSDP: the root unit stays gathered (_post_forward_reshard), one block " \
                    "gathered, in backward + the prefetched block and a block's gradient; " \
@@ -640,6 +644,16 @@ static void logits_rows(struct build *b, const struct ctx *x)
     }
     if (r)
         snprintf(r->shape, sizeof r->shape, "%d x %d x %" PRId64, c->micro_batch, c->seq_len, x->mp.vocab);
+    /* the last pipeline stage's kept outputs (memmodel.c logits_coeffs) */
+    if (x->mp.pp_out_n && (x->ph == PHASE_LOSS || x->ph == PHASE_BWD_LAST)) {
+        r = row_bytes(b, TERM_LOGITS, "pipeline output_chunks: every micro-batch's logits",
+                      x->mp.pp_out_tok == 4 ? "fp32" : "bf16",
+                      bytes_mul(bytes_mul(entries, x->mp.pp_out_tok), (uint64_t)x->mp.pp_out_n), SRC_PP_OUT);
+        if (r) {
+            snprintf(r->shape, sizeof r->shape, "%d x %d x %" PRId64, c->micro_batch, c->seq_len, x->mp.vocab);
+            snprintf(r->count, sizeof r->count, "%d micro-batches", (int)x->mp.pp_out_n);
+        }
+    }
 }
 
 static void comm_rows(struct build *b, const struct ctx *x)
@@ -647,12 +661,20 @@ static void comm_rows(struct build *b, const struct ctx *x)
     if (x->ph > PHASE_BWD_FIRST)
         return;
     const uint64_t ea = x->c->precision == PREC_FP32 ? 4 : 2, h = (uint64_t)x->p->spec.hidden;
-    const uint64_t pp_buf = x->c->method == METHOD_PP ? 2 * ea * h : 0;
+    const bool torch_pp = x->mp.pp_recv_first_tok || x->mp.pp_recv_last_tok;
+    const uint64_t pp_buf = x->c->method == METHOD_PP && !torch_pp ? 2 * ea * h : 0;
     if (x->c->tp > 1) /* 1 byte an element under torchao's float8 TP (memmodel.c fp8_tp) */
         tok_row(b, x, TERM_COMM, "TP all-reduce buffer", x->mp.comm_tok - pp_buf, 1, h,
                 (x->mp.comm_tok - pp_buf) / h, SRC_TP_BUF);
-    if (x->c->method == METHOD_PP)
+    if (pp_buf)
         tok_row(b, x, TERM_COMM, "pipeline send/receive buffers", 2 * ea * h, 1, 0, 0, SRC_PP_BUF);
+    if (torch_pp) { /* torch pipelining's per-micro-batch receive buffers (memmodel.c) */
+        const bool first = x->ph == PHASE_FORWARD || x->ph == PHASE_BWD_FIRST;
+        const uint64_t tok = first ? x->mp.pp_recv_first_tok : x->mp.pp_recv_last_tok;
+        if (tok)
+            tok_row(b, x, TERM_COMM, first ? "pipeline gradient receive buffers" : "pipeline input receive buffers",
+                    tok, 1, 0, 0, SRC_PP_RECV);
+    }
 }
 
 /* LLMem's equations (--paper, the colossal stack): memmodel.c eval_llmem maps the paper's

@@ -930,8 +930,23 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     /* pipeline stages receive the previous stage's output and send their own (forward),
      * and the same-sized gradients back (Megatron p2p_communication: recv_forward /
      * send_backward buffers of [s, b, h]) */
-    if (c->method == METHOD_PP)
+    if (c->method == METHOD_PP && c->stack != STACK_TORCHTITAN)
         mp->comm_tok += 2 * ea * h;
+    /* torch.distributed.pipelining (torchtitan's stages) allocates its receive buffers once,
+     * one per micro-batch, and keeps them across steps: PipelineStage._prepare_forward_infra
+     * makes `_make_tensor_from_meta(inp)` for every chunk_id on a stage that is not the first
+     * (the stage's input, received into it), _prepare_backward_infra one gradient buffer of
+     * the stage's output per micro-batch through _create_grad_recv_info on a stage that is not
+     * the last (pytorch/pytorch torch/distributed/pipelining/stage.py at 01386103). The stage
+     * boundary is the residual stream, [b, s / tp, h] per rank under torchtitan's sequence
+     * parallelism, in the residual dtype. Sends pass the output tensor itself. The first
+     * stage keeps m gradient buffers; the last m input buffers, of which the micro-batch in
+     * flight is its first block's checkpoint, counted there already. */
+    if (c->method == METHOD_PP && c->stack == STACK_TORCHTITAN) {
+        const uint64_t m = (uint64_t)train_microbatches(c), io = er * h / sp;
+        mp->pp_recv_first_tok = m * io;
+        mp->pp_recv_last_tok = ((c->grad_ckpt || c->ckpt_selective) && m > 0 ? m - 1 : m) * io;
+    }
     kept_outputs(p, c, ea, mp);
 }
 
@@ -954,6 +969,23 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
     memcpy(mp->logits_res_tok, cost.reserved, sizeof mp->logits_res_tok);
     memcpy(mp->logits_need_tok, cost.needed, sizeof mp->logits_need_tok);
     mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? 2 * ea : 0;
+    /* torch.distributed.pipelining keeps every micro-batch's output of the last stage for
+     * the step's merged result: _PipelineStageBase.forward_one_chunk appends it to
+     * self.output_chunks (`if self.is_last`: "Output chunks is only used for the last
+     * stage since we only merge the output of the last stage"), which
+     * clear_runtime_states empties only when the next step starts; the step returns
+     * _merge_outputs(output_chunks) (pytorch/pytorch torch/distributed/pipelining/stage.py
+     * and schedules.py at 01386103). torchtitan's last stage outputs the lm_head's logits
+     * (9dec370 parallelisms/pipeline_llama.py _build_stage: norm and output on the last
+     * stage; a vocab-sharded DTensor under loss_parallel), so when the last micro-batch's
+     * loss runs backward, all m of them are alive, the current one included: the loss path
+     * frees its own copy (`del pred` in the non-pipelined loop), these are the m the
+     * schedule holds. 1F1B runs the last stage's backward right after each forward, so
+     * nothing else of the earlier micro-batches stays. */
+    if (c->method == METHOD_PP && c->stack == STACK_TORCHTITAN) {
+        mp->pp_out_tok = ea;
+        mp->pp_out_n = train_microbatches(c);
+    }
 }
 
 /* PyTorch takes a cuBLAS workspace from the caching allocator for each (handle, stream)
@@ -1069,8 +1101,22 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     act[PHASE_BWD_FIRST] = bytes_add(bytes_add(per_block, bytes_mul(per_block, (uint64_t)mp->act_extra_bwd)),
                                      recompute);
     lg[PHASE_EVAL] = bytes_mul(entries, mp->eval_logits_tok);
+    /* the pipeline's kept outputs on its last stage (logits_coeffs): its loss and the
+     * backward of its last block */
+    const uint64_t pp_out = bytes_mul(entries, mp->pp_out_tok);
+    const uint64_t pp_outs = bytes_mul(pp_out, (uint64_t)mp->pp_out_n);
+    lg[PHASE_LOSS] = bytes_add(lg[PHASE_LOSS], pp_outs);
+    lg[PHASE_BWD_LAST] = pp_outs;
     for (int ph = PHASE_FORWARD; ph <= PHASE_BWD_FIRST; ph++)
         cm[ph] = comm;
+    /* the pipeline's receive buffers (activation_coeffs): the first stage's phases, the last's */
+    if (mp->pp_recv_first_tok | mp->pp_recv_last_tok) {
+        const uint64_t first = bytes_mul(t, mp->pp_recv_first_tok), last = bytes_mul(t, mp->pp_recv_last_tok);
+        cm[PHASE_FORWARD] = bytes_add(cm[PHASE_FORWARD], first);
+        cm[PHASE_BWD_FIRST] = bytes_add(cm[PHASE_BWD_FIRST], first);
+        cm[PHASE_LOSS] = bytes_add(cm[PHASE_LOSS], last);
+        cm[PHASE_BWD_LAST] = bytes_add(cm[PHASE_BWD_LAST], last);
+    }
     /* outputs a loop keeps (kept_outputs): this step's KV cache from its forward on, its
      * logits after the loss (inside the loss path at the loss), and during the forward the
      * previous step's (the same lengths) beside this one's cache */
@@ -1089,8 +1135,10 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     for (int ph = 0; ph < PHASE_COUNT; ph++)
         lg_res[ph] = lg_need[ph] = alloc_round(lg[ph]);
     const unsigned bk = losspath_batch_bucket(c->micro_batch);
-    lg_res[PHASE_LOSS] = bytes_scale(entries, mp->logits_res_tok[bk]);
-    lg_need[PHASE_LOSS] = bytes_scale(entries, mp->logits_need_tok[bk]);
+    const uint64_t pp_outs_r = bytes_mul(alloc_round(pp_out), (uint64_t)mp->pp_out_n);
+    lg_res[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_res_tok[bk]), pp_outs_r);
+    lg_need[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_need_tok[bk]), pp_outs_r);
+    lg_res[PHASE_BWD_LAST] = lg_need[PHASE_BWD_LAST] = pp_outs_r;
 
     const uint64_t base = bytes_add(opt->base_bytes, mp->nccl);
     uint64_t held = 0;

@@ -83,6 +83,14 @@ struct mem_prepared {
     uint64_t comm_tok;       /* TP gather buffer per token */
     uint64_t kept_tok;       /* the KV cache a loop keeps in `outputs`, per token (all blocks) */
     uint64_t kept_logits_tok;/* the 16-bit logits it keeps past the step, per token and vocab entry */
+    uint64_t pp_out_tok;     /* pp (torch.distributed.pipelining, torchtitan): one micro-batch's
+                                logits the last stage keeps in output_chunks, per token and vocab
+                                entry (e_a), and how many of them are alive at its loss */
+    int32_t pp_out_n;
+    uint64_t pp_recv_first_tok; /* pp (torch pipelining): receive buffers the first stage keeps
+                                   (gradients of its output), per token of a micro-batch */
+    uint64_t pp_recv_last_tok;  /* ... the last stage (its inputs, less the one in flight that
+                                   is its first block's checkpoint) */
     uint64_t nccl;           /* device-level NCCL buffers */
     uint64_t paged;          /* optimizer states in managed memory (outside the allocator) */
     int32_t layers, tp;      /* layers, TP degree that divides the inner activations */

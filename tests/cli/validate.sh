@@ -52,7 +52,9 @@ awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < 
 # than 10 % below their measurement (20 then; the issue asks none) may not grow. The dequantize
 # cast, softcapped attention and repeated K/V terms took them to 5.5 %, 4.4 % and 8 over the
 # 133 rows of then; issue 16 added the 14 float8 rows of public-2.csv (--precision fp8), the
-# TP and pipeline ones 10-26 % below. README "Validation" lists the numbers behind the bounds.
+# TP and pipeline ones 10-26 % below; the loss_parallel path, the pipeline's kept outputs and
+# its receive buffers (third pass) left the grade A/B median at 5.1 (bound 5.2) and took those
+# rows from 15 to 14. README "Validation" lists the numbers behind the bounds.
 ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-5.7}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
   --measured "$PROJECT/datasets/measured/salisbury-table1.csv" \
@@ -60,8 +62,8 @@ ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-5.7}
   > "$TMP/all.txt" || fail "median error over every measured row above $ALL_BOUND %"
 grep -Eq '^all +147 ' "$TMP/all.txt" || fail "147 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
 below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.txt")
-[ -n "$below" ] && [ "$below" -le 15 ] || fail "grade A/B rows more than 10 % below: $below (at most 15)"
-awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 5.2) bad = 1 } END { exit !(f && !bad) }' \
-  "$TMP/all.txt" || fail "grade A/B median above 5.2 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
+[ -n "$below" ] && [ "$below" -le 14 ] || fail "grade A/B rows more than 10 % below: $below (at most 14)"
+awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 5.1) bad = 1 } END { exit !(f && !bad) }' \
+  "$TMP/all.txt" || fail "grade A/B median above 5.1 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
 grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6 %: $(grep '^SWB ' "$TMP/all.txt")"
 finish
