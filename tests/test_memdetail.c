@@ -160,6 +160,10 @@ static void check_config(struct model_plan *p, const struct train_config *c)
     if (memmodel_uses_llmem(c->stack, &o))
         plan_chunk(p);
     memmodel_predict(p, c, &o, &e);
+    /* the sweep's point loop decides "fits" on memmodel_peak: the same bytes */
+    struct mem_prepared mp;
+    memmodel_prepare(p, c, &o, &mp);
+    assert_int_equal(memmodel_peak(p, c, &o, &mp), e.device);
     for (int ph = 0; ph < PHASE_COUNT; ph++) {
         if (!e.phase_reserved[ph])
             continue;

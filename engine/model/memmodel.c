@@ -1069,15 +1069,17 @@ static void eval_llmem(const struct model_plan *p, const struct train_config *c,
     e->phase_reserved[PHASE_LOSS] = e->reserved;
 }
 
-void memmodel_eval(const struct model_plan *p, const struct train_config *c,
-                   const struct mem_options *opt, const struct mem_prepared *mp,
-                   struct mem_estimate *e)
+/* The batch-dependent parts of one point, per phase: activations, logits and
+ * communication buffers allocated, and the loss path's segments as the allocator replay
+ * found them (others rounded per term). memmodel_eval and memmodel_peak share them. */
+struct point_parts {
+    uint64_t act[PHASE_COUNT], lg[PHASE_COUNT], cm[PHASE_COUNT];
+    uint64_t lg_res[PHASE_COUNT], lg_need[PHASE_COUNT];
+};
+
+static void point_parts(const struct train_config *c, const struct mem_prepared *mp,
+                        struct point_parts *x)
 {
-    memset(e, 0, sizeof *e);
-    if (mp->use_llmem) {
-        eval_llmem(p, c, opt, mp, e);
-        return;
-    }
     const uint64_t s = (uint64_t)c->seq_len, t = bytes_mul((uint64_t)c->micro_batch, s);
     const uint64_t kv_rep = !mp->kv_rep_padded || c->micro_batch > 1 ? mp->kv_rep_tok : 0;
     const uint64_t layer = bytes_mul(t, bytes_add(bytes_add(mp->layer_tok, kv_rep),
@@ -1093,7 +1095,8 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     const uint64_t entries = bytes_mul(t, (uint64_t)mp->vocab);
     const uint64_t comm = bytes_mul(t, mp->comm_tok);
 
-    uint64_t act[PHASE_COUNT] = {0}, lg[PHASE_COUNT] = {0}, cm[PHASE_COUNT] = {0};
+    uint64_t *act = x->act, *lg = x->lg, *cm = x->cm;
+    memset(x, 0, sizeof *x);
     act[PHASE_FORWARD] = bytes_add(saved, mp->tail_fwd ? tail : 0);
     act[PHASE_LOSS] = bytes_add(saved_last, tail);
     lg[PHASE_LOSS] = bytes_scale(entries, mp->logits_tok);
@@ -1130,16 +1133,34 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
             lg[ph] = bytes_add(lg[ph], kept_lg);
         }
     }
-    /* the loss path's segments as the allocator replay found them; others rounded per term */
-    uint64_t lg_res[PHASE_COUNT], lg_need[PHASE_COUNT];
     for (int ph = 0; ph < PHASE_COUNT; ph++)
-        lg_res[ph] = lg_need[ph] = alloc_round(lg[ph]);
+        x->lg_res[ph] = x->lg_need[ph] = alloc_round(lg[ph]);
     const unsigned bk = losspath_batch_bucket(c->micro_batch);
     const uint64_t pp_outs_r = bytes_mul(alloc_round(pp_out), (uint64_t)mp->pp_out_n);
-    lg_res[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_res_tok[bk]), pp_outs_r);
-    lg_need[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_need_tok[bk]), pp_outs_r);
-    lg_res[PHASE_BWD_LAST] = lg_need[PHASE_BWD_LAST] = pp_outs_r;
+    x->lg_res[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_res_tok[bk]), pp_outs_r);
+    x->lg_need[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_need_tok[bk]), pp_outs_r);
+    x->lg_res[PHASE_BWD_LAST] = x->lg_need[PHASE_BWD_LAST] = pp_outs_r;
+}
 
+/* What a phase holds beside its logits, rounded as the allocator rounds each part. */
+static uint64_t phase_others(const struct mem_options *opt, const struct mem_prepared *mp,
+                             const struct point_parts *x, int ph)
+{
+    return bytes_add(bytes_add(mp->fixed_r[ph], alloc_round(x->act[ph])),
+                     bytes_add(alloc_round(x->cm[ph]), opt->ws_res));
+}
+
+void memmodel_eval(const struct model_plan *p, const struct train_config *c,
+                   const struct mem_options *opt, const struct mem_prepared *mp,
+                   struct mem_estimate *e)
+{
+    memset(e, 0, sizeof *e);
+    if (mp->use_llmem) {
+        eval_llmem(p, c, opt, mp, e);
+        return;
+    }
+    struct point_parts x;
+    point_parts(c, mp, &x);
     const uint64_t base = bytes_add(opt->base_bytes, mp->nccl);
     uint64_t held = 0;
     for (int ph = 0; ph < PHASE_COUNT; ph++) {
@@ -1148,21 +1169,20 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         uint64_t *row = e->phase[ph];
         memcpy(row, mp->fixed[ph], sizeof mp->fixed[ph]);
         row[TERM_BASE] = bytes_add(base, opt->ws_alloc);
-        row[TERM_ACTIVATIONS] = bytes_add(row[TERM_ACTIVATIONS], act[ph]);
-        row[TERM_LOGITS] = lg[ph];
-        row[TERM_COMM] = bytes_add(row[TERM_COMM], cm[ph]);
+        row[TERM_ACTIVATIONS] = bytes_add(row[TERM_ACTIVATIONS], x.act[ph]);
+        row[TERM_LOGITS] = x.lg[ph];
+        row[TERM_COMM] = bytes_add(row[TERM_COMM], x.cm[ph]);
         uint64_t alloc = opt->ws_alloc;
         for (int k = TERM_PARAMS; k < TERM_COUNT; k++)
             alloc = bytes_add(alloc, row[k]);
-        const uint64_t others = bytes_add(bytes_add(mp->fixed_r[ph], alloc_round(act[ph])),
-                                          bytes_add(alloc_round(cm[ph]), opt->ws_res));
-        e->phase_reserved[ph] = bytes_add(others, lg_res[ph]);
+        const uint64_t others = phase_others(opt, mp, &x, ph);
+        e->phase_reserved[ph] = bytes_add(others, x.lg_res[ph]);
         if (alloc > e->allocated)
             e->allocated = alloc;
         if (e->phase_reserved[ph] > e->reserved)
             e->reserved = e->phase_reserved[ph];
-        if (bytes_add(others, lg_need[ph]) > held) {
-            held = bytes_add(others, lg_need[ph]);
+        if (bytes_add(others, x.lg_need[ph]) > held) {
+            held = bytes_add(others, x.lg_need[ph]);
             e->peak_phase = (enum mem_phase)ph;
         }
     }
@@ -1180,6 +1200,26 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     e->device = bytes_add(bytes_add(held, base), mp->paged);
     e->shown = bytes_add(bytes_add(e->reserved, base), mp->paged);
     e->host = mp->host;
+}
+
+uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
+                       const struct mem_options *opt, const struct mem_prepared *mp)
+{
+    if (mp->use_llmem) {
+        struct mem_estimate e;
+        eval_llmem(p, c, opt, mp, &e);
+        return e.device;
+    }
+    struct point_parts x;
+    point_parts(c, mp, &x);
+    uint64_t held = 0;
+    for (int ph = 0; ph < PHASE_COUNT; ph++) {
+        if (!mp->phase_on[ph])
+            continue;
+        const uint64_t h = bytes_add(phase_others(opt, mp, &x, ph), x.lg_need[ph]);
+        held = h > held ? h : held;
+    }
+    return bytes_add(bytes_add(held, bytes_add(opt->base_bytes, mp->nccl)), mp->paged);
 }
 
 /* The least allocated memory any run of c must reach (memmodel.h). At the optimizer step

@@ -172,6 +172,12 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
                    const struct mem_options *opt, const struct mem_prepared *mp,
                    struct mem_estimate *e);
 
+/* memmodel_eval's `device` alone, without the per-phase breakdown: what the sweep's point
+ * loop needs to decide "fits" (the kept points are evaluated in full afterwards).
+ * @return the same bytes as memmodel_eval's e->device (tests/test_memdetail.c checks it). */
+uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
+                       const struct mem_options *opt, const struct mem_prepared *mp);
+
 /* Convenience: prepare and evaluate c->micro_batch and c->seq_len. */
 void memmodel_predict(const struct model_plan *p, const struct train_config *c,
                       const struct mem_options *opt, struct mem_estimate *e);

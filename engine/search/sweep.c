@@ -170,22 +170,31 @@ static void prepare(const struct sweep *s, uint32_t model, const struct train_co
     pr->fit_factor = s->par.margin_pct < 0 ? pr->band.hi : 1.0 + s->par.margin_pct / 100.0;
 }
 
-/* Peak of the point in pr->cfg; *rule gets the binding rule candidate or -1. */
-static uint64_t point_peak(const struct sweep *s, const struct prepared *pr, struct mem_estimate *e,
-                           int *rule)
+/* Peak of the point in pr->cfg with its breakdown in *e; *rule gets the binding rule
+ * candidate or -1. */
+static uint64_t point_peak_full(const struct sweep *s, const struct prepared *pr,
+                                struct mem_estimate *e, int *rule)
 {
     memmodel_eval(pr->plan, &pr->cfg, &s->mem, &pr->mem, e);
-    uint64_t peak = e->device;
+    uint64_t peak = e->device, rp;
+    int cand;
     *rule = -1;
-    if (pr->rules.set >= 0) {
-        uint64_t rp;
-        int cand;
-        if (rules_eval_point(s->rules, &pr->rules, &pr->cfg, e, &rp, &cand)) {
-            peak = rp;
-            *rule = cand;
-        }
+    if (pr->rules.set >= 0 && rules_eval_point(s->rules, &pr->rules, &pr->cfg, e, &rp, &cand)) {
+        peak = rp;
+        *rule = cand;
     }
     return peak;
+}
+
+/* The same peak for the point loop, which keeps no breakdown: without a rule set (the only
+ * reader of the breakdown) the model's peak alone, which is cheaper. */
+static uint64_t point_peak(const struct sweep *s, const struct prepared *pr)
+{
+    struct mem_estimate e;
+    int rule;
+    if (pr->rules.set < 0)
+        return memmodel_peak(pr->plan, &pr->cfg, &s->mem, &pr->mem);
+    return point_peak_full(s, pr, &e, &rule);
 }
 
 static double point_score(const struct sweep *s, const struct prepared *pr, struct speed_estimate *sp)
@@ -220,12 +229,10 @@ static bool sweep_outer(const struct sweep *s, size_t oi, struct worker *w)
         struct sweep_hit *by_gpu = &w->by_gpu[rid * (size_t)sp->ngpus + (size_t)gi];
         pr.cfg.seq_len = sp->seq[si];
         for (int bi = 0; bi < sp->nbatch; bi++) {
-            struct mem_estimate e;
             struct speed_estimate spd;
-            int rule;
             pr.cfg.micro_batch = sp->batch[bi];
             struct sweep_hit hit = {.index = base + (uint64_t)si * (uint64_t)sp->nbatch + (uint64_t)bi};
-            hit.peak = point_peak(s, &pr, &e, &rule);
+            hit.peak = point_peak(s, &pr);
             hit.fits = band_scale(hit.peak, pr.fit_factor) <= s->budget;
             w->evaluated++;
             if (hit.fits) {
@@ -436,7 +443,7 @@ static void eval_prepared(const struct sweep *s, struct prepared *pr, uint32_t m
     pt->index = index;
     pt->model = model;
     pt->cfg = pr->cfg;
-    pt->peak = point_peak(s, pr, &pt->mem, &pt->rule);
+    pt->peak = point_peak_full(s, pr, &pt->mem, &pt->rule);
     pt->band = pr->band;
     pt->peak_lo = band_scale(pt->peak, pr->band.lo);
     pt->peak_hi = band_scale(pt->peak, pr->band.hi);
@@ -462,12 +469,10 @@ void sweep_recipe_cells(const struct sweep *s, size_t recipe, struct sweep_cell 
         pr.cfg.seq_len = sp->seq[si];
         uint64_t base = ((uint64_t)oi * (uint64_t)sp->nseq + (uint64_t)si) * (uint64_t)sp->nbatch;
         for (int bi = 0; bi < sp->nbatch; bi++) {
-            struct mem_estimate e;
             struct speed_estimate spd;
-            int rule;
             pr.cfg.micro_batch = sp->batch[bi];
             struct sweep_hit hit = {.index = base + (uint64_t)bi};
-            hit.peak = point_peak(s, &pr, &e, &rule);
+            hit.peak = point_peak(s, &pr);
             hit.fits = band_scale(hit.peak, pr.fit_factor) <= s->budget;
             if (hit.fits) {
                 hit.score = point_score(s, &pr, &spd);
