@@ -172,6 +172,19 @@ static void test_softcap_attention(void **state)
     plan_free(&cap);
 }
 
+/* The base configuration as QLoRA r4 on q and v with the stack's own features. */
+static struct train_config qlora_config(enum stack stack)
+{
+    struct train_config c = base_config();
+    c.stack = stack;
+    c.finetune = FT_QLORA;
+    c.quant = QUANT_NF4;
+    c.lora_r = 4;
+    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
+    c.features = stack_features(stack);
+    return c;
+}
+
 /* A base Lightning quantized from fp16 (litgpt, FEAT_DEQUANT_CAST) dequantizes each weight
  * to fp16 and casts it to bf16 beside it: 2 + 2 bytes a weight while the cast runs. The
  * largest block Linear is 64 x 128 = 8192 weights (32768 bytes, 16384 without the cast),
@@ -180,13 +193,7 @@ static void test_softcap_attention(void **state)
 static void test_dequant_cast(void **state)
 {
     (void)state;
-    struct train_config c = base_config();
-    c.stack = STACK_LITGPT;
-    c.finetune = FT_QLORA;
-    c.quant = QUANT_NF4;
-    c.lora_r = 4;
-    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
-    c.features = stack_features(STACK_LITGPT);
+    struct train_config c = qlora_config(STACK_LITGPT);
     struct mem_resident r;
     memmodel_resident(&plan, &c, MEM_STAGE_ALL, &r);
     assert_int_equal(r.dequant, 32768);
@@ -381,13 +388,8 @@ static void test_reserved_capacity(void **state)
 static void test_qlora_weights(void **state)
 {
     (void)state;
-    struct train_config c = base_config();
+    struct train_config c = qlora_config(STACK_HF);
     c.precision = PREC_BF16;
-    c.finetune = FT_QLORA;
-    c.quant = QUANT_NF4;
-    c.lora_r = 4;
-    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
-    c.features = stack_features(STACK_HF);
     struct mem_estimate e;
     predict(&c, &e);
     assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 305280);
