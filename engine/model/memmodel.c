@@ -1096,7 +1096,8 @@ static void point_parts(const struct train_config *c, const struct mem_prepared 
     const uint64_t comm = bytes_mul(t, mp->comm_tok);
 
     uint64_t *act = x->act, *lg = x->lg, *cm = x->cm;
-    memset(x, 0, sizeof *x);
+    for (int ph = 0; ph < PHASE_COUNT; ph++) /* lg_res and lg_need are all written below */
+        act[ph] = lg[ph] = cm[ph] = 0;
     act[PHASE_FORWARD] = bytes_add(saved, mp->tail_fwd ? tail : 0);
     act[PHASE_LOSS] = bytes_add(saved_last, tail);
     lg[PHASE_LOSS] = bytes_scale(entries, mp->logits_tok);
