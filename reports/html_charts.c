@@ -206,7 +206,7 @@ static size_t scatter_rows(const struct report *r, const bool *front, bool *show
     }
     size_t n = 0;
     for (size_t i = 0; i < r->nrows; i++) {
-        shown[i] = front[i] || r->rows[i].rank <= *k;
+        shown[i] = front[i] || (r->rows[i].rank >= 1 && r->rows[i].rank <= *k);
         n += shown[i];
     }
     return n;
