@@ -2,6 +2,7 @@
  * term, the phase timeline, the peak phase, the step time and the budget verdict, written
  * from a finished explanation (explanation.h). */
 #include "explain_out.h"
+#include "report.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -49,9 +50,7 @@ static json_t *changes_json(const struct explanation *x)
 {
     json_t *a = json_array();
     for (int i = 0; i < x->nchanges; i++)
-        json_array_append_new(a, json_pack("{sssfsf}", "change", x->changes[i].what, "peak_gib",
-                                           round(x->changes[i].peak_gib * 1e3) / 1e3, "fit_peak_gib",
-                                           round(x->changes[i].fit_peak_gib * 1e3) / 1e3));
+        json_array_append_new(a, report_change_json(&x->changes[i]));
     return a;
 }
 

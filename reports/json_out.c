@@ -116,7 +116,7 @@ static json_t *layout_json(const struct answer_layout *l)
     return o;
 }
 
-static json_t *change_json(const struct answer_change *ch)
+json_t *report_change_json(const struct answer_change *ch)
 {
     json_t *o = json_object();
     json_object_set_new(o, "change", json_string(ch->what));
@@ -155,7 +155,7 @@ static json_t *recipe_json(const struct report *r, const struct answer_recipe *k
     if (!k->nby) {
         json_t *sg = json_array();
         for (int i = 0; i < k->nchange; i++)
-            json_array_append_new(sg, change_json(&k->change[i]));
+            json_array_append_new(sg, report_change_json(&k->change[i]));
         json_object_set_new(o, "suggestions", sg);
     }
     return o;

@@ -37,6 +37,11 @@ int report_write(const struct report *r, enum out_format f, const char *path, st
  * parallelism); the CSV and JSON keep method, pp and ep in their own fields. */
 void report_method_text(const struct train_config *c, char *buf, size_t n);
 
+/* One suggestion as JSON: {"change", "peak_gib", "fit_peak_gib", "config"} (the sweep's
+ * `suggestions` and explain's). */
+struct json_t;
+struct json_t *report_change_json(const struct answer_change *ch);
+
 int report_write_csv(const struct report *r, FILE *f);
 int report_write_json(const struct report *r, FILE *f);
 int report_write_table(const struct report *r, FILE *f);
