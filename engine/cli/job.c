@@ -53,12 +53,11 @@ static int resolve_gpu(struct job *j)
     /* --precision fp8 on a GPU without float8 tensor cores: a usage error, as any
      * configuration the GPU cannot run (train_gpu_check says why) */
     for (int i = 0; i < j->opt.axes.nprecisions; i++) {
-        const struct train_config fp8 = {.precision = (enum precision)j->opt.axes.precisions[i]};
-        const char *why = train_gpu_check(&fp8, &j->gpu);
-        if (why) {
-            fprintf(stderr, "llmem-sweep: --precision fp8 on %s: %s\n", g->name, why);
-            return EXIT_USAGE;
-        }
+        const struct train_config probe = {.precision = (enum precision)j->opt.axes.precisions[i]};
+        const char *why = train_gpu_check(&probe, &j->gpu);
+        if (why)
+            return usage_error(NULL, "--precision %s on %s: %s", precision_name(probe.precision),
+                               g->name, why);
     }
     if (!j->opt.budget)
         j->opt.budget = g->memory_bytes;

@@ -86,6 +86,10 @@ static inline uint64_t space_points(const struct space *s)
     return (uint64_t)s->nouter * (uint64_t)s->nseq * (uint64_t)s->nbatch;
 }
 
+/* The feature bits of the attention kernel asked for (--attention eager|flash), which
+ * every configuration of these axes adds to its stack's. */
+uint32_t space_attention_features(const struct space_axes *o);
+
 /* When space_build finds no configuration: why, per method and GPU count, for model p
  * ("tp on 16 GPU(s): tp must divide ..."), written into buf (truncated to n). */
 void space_why_empty(const struct space_axes *o, const struct model_plan *p, char *buf, size_t n);
