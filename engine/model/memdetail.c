@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "float8.h"
 #include "units.h"
 
 /* --- sources: where each size comes from ---------------------------------------------- */
@@ -548,7 +549,7 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
     row_bytes(b, TERM_ACTIVATIONS, "dequantized block Linear (the largest)", dq, f->dequant, SRC_DEQUANT);
     row_bytes(b, TERM_ACTIVATIONS, "dequantized lm_head", dq, f->dequant_head, SRC_DEQUANT);
     row_bytes(b, TERM_COMM, f->gather_bwd ? "gathered units in backward" : "gathered units",
-              c->precision == PREC_FP8 && (c->features & FEAT_FP8_ALLGATHER) ? "e4m3+bf16" : "bf16",
+              float8_allgather(c) ? "e4m3+bf16" : "bf16",
               f->gather, SRC_GATHER);
     row_bytes(b, TERM_COMM, "gradient buckets", "-", f->bucket, SRC_BUCKET);
 }
@@ -663,7 +664,7 @@ static void comm_rows(struct build *b, const struct ctx *x)
     const uint64_t ea = x->c->precision == PREC_FP32 ? 4 : 2, h = (uint64_t)x->p->spec.hidden;
     const bool torch_pp = x->mp.pp_recv_first_tok || x->mp.pp_recv_last_tok;
     const uint64_t pp_buf = x->c->method == METHOD_PP && !torch_pp ? 2 * ea * h : 0;
-    if (x->c->tp > 1) /* 1 byte an element under torchao's float8 TP (memmodel.c fp8_tp) */
+    if (x->c->tp > 1) /* 1 byte an element under torchao's float8 TP (float8.c float8_tp) */
         tok_row(b, x, TERM_COMM, "TP all-reduce buffer", x->mp.comm_tok - pp_buf, 1, h,
                 (x->mp.comm_tok - pp_buf) / h, SRC_TP_BUF);
     if (pp_buf)

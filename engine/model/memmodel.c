@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "allocsim.h"
+#include "float8.h"
 #include "losspath.h"
 #include "units.h"
 
@@ -54,64 +55,6 @@ struct resident {
 static bool mixed(const struct train_config *c)
 {
     return c->precision == PREC_FP16 || c->precision == PREC_BF16 || c->precision == PREC_FP8;
-}
-
-/* --- float8 training (--precision fp8) ----------------------------------------------
- * torchao's float8 training (pytorch/ao @eab345c2, the version of the torchtitan rows):
- * convert_to_float8_training swaps every nn.Linear for Float8Linear
- * (torchao/float8/float8_linear_utils.py); torchtitan's converter skips the lm_head
- * (torchtitan @9dec370 torchtitan/float8.py convert_to_float8_training(...,
- * module_filter_fn=lambda mod, fqn: fqn != "output")), and the embedding is no Linear. So
- * the block Linears run float8 GEMMs, the lm_head and attention bf16. Parameters,
- * gradients and AdamW states are those of bf16 mixed precision (mixed() above): the
- * weights stay in their high-precision dtype and are cast for each matmul.
- * Float8Linear.forward (torchao @eab345c2 torchao/float8/float8_linear.py), tensorwise
- * dynamic scaling (the default Float8LinearConfig, recipe "all_tensorwise"):
- *   input_fp8 = cast_input_to_float8(input)          new e4m3 tensor, 1 byte an element
- *   weight_fp8_t = cast_weight_to_float8_t(weight)   new e4m3 tensor, 1 byte a weight,
- *                  unless the weight already is float8 (FSDP2 float8 all-gather:
- *                  tensor_already_casted_to_fp8 -> weight.t(), a view)
- *   manual_float8_matmul_with_args_in_float8: ctx.save_for_backward(input_fp8, weight_fp8_t)
- *   cast_output_to_float8_in_bw: the gradient of the output is cast to e5m2 in backward.
- * Each cast computes its scale from tensor_to_amax = torch.max(torch.abs(x))
- * (torchao/float8/float8_utils.py): a temporary abs(x) of x's size and dtype.
- * Rowwise (axiswise) scaling takes manual_float8_matmul_with_args_in_hp instead, which
- * saves the high-precision input and weight (ctx.save_for_backward(input_hp, weight_hp_t))
- * and casts inside forward and backward: saved tensors as bf16. */
-static bool fp8(const struct train_config *c) { return c->precision == PREC_FP8; }
-/* the tensorwise path, whose saved tensors are the float8 casts */
-static bool fp8_tensorwise(const struct train_config *c)
-{
-    return fp8(c) && !(c->features & FEAT_FP8_ROWWISE);
-}
-/* FSDP2 all-gathers the weights in float8: torchao fsdp_utils.py
- * WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather casts the local shard to e4m3 and
- * fsdp_post_all_gather wraps the gathered uint8 data as the Float8Tensor the Linear uses
- * (enable_fsdp_float8_all_gather; torchtitan @9dec370 --float8.enable_fsdp_float8_all_gather,
- * off by default, on in train_configs/llama3_405b.toml). Only with FSDP sharding. */
-static bool fp8_allgather(const struct train_config *c)
-{
-    return fp8_tensorwise(c) && (c->features & FEAT_FP8_ALLGATHER) && (c->features & FEAT_FSDP);
-}
-/* torchtitan's float8 TP (@9dec370 parallelisms/parallelize_llama.py apply_tp with
- * enable_float8: Float8ColwiseParallel, Float8RowwiseParallel, PrepareFloat8ModuleInput):
- * the attention and MLP inputs are cast to e4m3 once on the sequence shard and
- * all-gathered in float8, so q/k/v (and w1/w3) share one gathered float8 input. */
-static bool fp8_tp(const struct train_config *c)
-{
-    return fp8_tensorwise(c) && (c->features & FEAT_SEQ_PARALLEL) && c->tp > 1;
-}
-/* Inputs of one block's converted Linears per token, in elements, one copy per Linear
- * (each Float8Linear casts its own input) unless the float8 TP shares them. */
-static uint64_t fp8_linear_inputs(const struct model_plan *p, const struct train_config *c)
-{
-    const struct model_spec *m = &p->spec;
-    const uint64_t tp = (uint64_t)c->tp, h = (uint64_t)m->hidden;
-    const uint64_t vd = (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
-    const bool shared = fp8_tp(c);
-    const uint64_t nq = shared || m->fused_qkv ? 1 : 3;
-    const uint64_t nm = shared || m->mlp != MLP_GATED || m->fused_gate_up ? 1 : 2;
-    return h * (nq + nm) + (uint64_t)m->heads * vd / tp + (uint64_t)p->inter_active / tp;
 }
 
 /* Bytes per element of what is trained: fp32 master weights under mixed precision (AMP
@@ -318,14 +261,14 @@ static void fp8_weight_copies(const struct model_plan *p, const struct train_con
     const double all = ((double)p->linear_w - (double)p->head_p - (double)p->expert_p * ep_keep) / tpdiv;
     const double one = ((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) / tpdiv;
     const double head16 = (c->features & FEAT_FSDP_MP) ? 0.0 : (double)p->head_p / tpdiv * 2.0;
-    const bool copies = fp8_tensorwise(c) && !fp8_allgather(c);
+    const bool copies = float8_tensorwise(c) && !float8_allgather(c);
     r->amp_one = copies ? (uint64_t)one : 0;
     if (c->grad_ckpt)
         r->amp_all = (uint64_t)head16;
     else if (c->ckpt_selective) {
         const double hp = (c->features & FEAT_FSDP_MP) ? 2.0 : 4.0; /* the weight at the cast */
         const bool abs_kept = !(c->features & FEAT_COMPILE) && c->stack == STACK_TORCHTITAN &&
-                              !fp8_allgather(c);
+                              !float8_allgather(c);
         r->amp_all = (uint64_t)(head16 + (abs_kept ? all * hp : 0.0));
     } else
         r->amp_all = (uint64_t)(head16 + (copies ? all : 0.0));
@@ -336,7 +279,7 @@ static void fp8_weight_copies(const struct model_plan *p, const struct train_con
 static double gathered_block_bytes(const struct model_plan *p, const struct train_config *c,
                                    double layer, double gb)
 {
-    if (!fp8_allgather(c))
+    if (!float8_allgather(c))
         return layer * gb;
     const double ep_keep = 1.0 - 1.0 / (double)train_ep(c); /* a rank's own experts */
     const double lin = ((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) / (double)c->tp;
@@ -428,7 +371,7 @@ static void resident_terms(const struct model_plan *p, const struct train_config
         r->amp_one = (uint64_t)(((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) /
                                 tpdiv) * 2;
     }
-    if (fp8(c))
+    if (float8_on(c))
         fp8_weight_copies(p, c, r, ep_keep, tpdiv);
     if (c->method == METHOD_CDP) /* DDP gradient buckets: one more copy of the gradients */
         r->bucket = (uint64_t)(r->trained * (double)wt);
@@ -488,7 +431,7 @@ static void fsdp_stage_held(const struct model_plan *p, const struct train_confi
     const double gb = c->precision == PREC_FP32 ? 4.0 : 2.0;
     const double acc = mixed(c) || c->precision == PREC_FP32 ? 4.0 : 2.0;
     /* float8 all-gather: the stage's block Linears gathered in float8 */
-    const double lin = fp8_allgather(c) ? (double)pp_stage_layers(p, c) * (double)p->layer_linear_w : 0.0;
+    const double lin = float8_allgather(c) ? (double)pp_stage_layers(p, c) * (double)p->layer_linear_w : 0.0;
     r->gather_fwd = r->gather_bwd = (uint64_t)(((stage_p - lin) * gb + lin) / (double)c->tp);
     r->acc = (uint64_t)(trained * acc);
 }
@@ -716,10 +659,10 @@ static uint64_t sac_tok(const struct model_plan *p, const struct train_config *c
     /* --precision fp8, eager: the policy's aten.abs outputs of each Float8Linear input cast
      * (fp8_weight_copies cites it), in the input's dtype; torchtitan's float8 TP casts the
      * attention and MLP inputs once each, on the sequence shard (PrepareFloat8ModuleInput) */
-    if (fp8(c) && c->stack == STACK_TORCHTITAN && !(c->features & FEAT_COMPILE)) {
+    if (float8_on(c) && c->stack == STACK_TORCHTITAN && !(c->features & FEAT_COMPILE)) {
         const uint64_t vd = (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
-        kept += fp8_tp(c) ? ea * (2 * h / seq_parallel(c) + (uint64_t)m->heads * vd / tp + i)
-                          : ea * fp8_linear_inputs(p, c);
+        kept += float8_tp(c) ? ea * (2 * h / seq_parallel(c) + (uint64_t)m->heads * vd / tp + i)
+                          : ea * float8_linear_inputs(p, c);
     }
     return kept;
 }
@@ -867,10 +810,10 @@ void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, 
     /* q/k/v read one normalised input; the MLP another unless the block is parallel */
     uint64_t lin_in = copies * ea * (h * (m->norms_per_layer == 1 ? 1 : 2) + ao / tp + i / tp);
     /* --precision fp8, tensorwise: each Float8Linear saves its own e4m3 input_fp8 (1 byte
-     * an element) instead of sharing the 16-bit normed input (fp8_weight_copies cites
+     * an element) instead of sharing the 16-bit normed input (float8.c cites
      * torchao); rowwise saves the high-precision input, as nn.Linear */
-    if (fp8_tensorwise(c))
-        lin_in = fp8_linear_inputs(p, c);
+    if (float8_tensorwise(c))
+        lin_in = float8_linear_inputs(p, c);
     uint64_t attn, attn_s = 0, kv_rep = 0;
     bool kv_rep_on = false;
     if (memmodel_eager_attn(m, c)) {
@@ -923,10 +866,10 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
      * casts) and the transposed e4m3 operand of the weight gradient, 1 byte an element
      * each (torchao @eab345c2 float8_linear.py backward, float8_ops.py _scaled_mm needs its
      * second operand column-major) */
-    if (fp8(c))
+    if (float8_on(c))
         mp->bwd_tok += 2 * i / tp;
-    /* the TP input all-gather: in float8 under torchtitan's float8 TP (fp8_tp) */
-    mp->comm_tok = c->tp > 1 ? (fp8_tp(c) ? 1 : ea) * h : 0;
+    /* the TP input all-gather: in float8 under torchtitan's float8 TP (float8_tp) */
+    mp->comm_tok = c->tp > 1 ? (float8_tp(c) ? 1 : ea) * h : 0;
     /* pipeline stages receive the previous stage's output and send their own (forward),
      * and the same-sized gradients back (Megatron p2p_communication: recv_forward /
      * send_backward buffers of [s, b, h]) */

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "float8.h"
+
 static double dense_rate(const struct gpu_spec *g, enum precision p)
 {
     double r = g->fp32_tflops;
@@ -508,9 +510,8 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
     /* ZeRO-3 gathers a rank's own experts only (over the dp / ep ranks that hold them) */
     double p16 = ((double)p->params - (double)p->expert_p * (1.0 - 1.0 / (double)train_ep(c))) /
                  tp * e / stages;
-    /* float8 all-gather (memmodel.c fp8_allgather): the block Linears travel in e4m3 */
-    if (c->precision == PREC_FP8 && (c->features & FEAT_FP8_ALLGATHER) && (c->features & FEAT_FSDP) &&
-        !(c->features & FEAT_FP8_ROWWISE))
+    /* float8 all-gather (float8.c float8_allgather): the block Linears travel in e4m3 */
+    if (float8_allgather(c))
         p16 -= (double)(p->linear_w - p->head_p) / tp * (e - 1.0) / stages;
     const struct comm_group dp = dp_group(c, g);
     sp->overlap = OVERLAP_NONE;
@@ -594,8 +595,7 @@ static void fp8_casts(const struct model_plan *p, const struct train_config *c, 
                       double fwd_passes, struct speed_prepared *sp)
 {
     const double tp = (double)c->tp, cast = 2.0 * e + 1.0;
-    const bool allgather = (c->features & FEAT_FP8_ALLGATHER) && (c->features & FEAT_FSDP) &&
-                           !(c->features & FEAT_FP8_ROWWISE);
+    const bool allgather = float8_allgather(c);
     const double wb = (c->features & FEAT_FSDP_MP) ? 2.0 : 4.0;
     double tok = 0, w = 0;
     for (int role = ROLE_Q; role <= ROLE_DOWN; role++) {
