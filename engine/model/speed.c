@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "comm.h"
 #include "float8.h"
 
 static double dense_rate(const struct gpu_spec *g, enum precision p)
@@ -25,7 +26,7 @@ static double dense_rate(const struct gpu_spec *g, enum precision p)
  * (no float8 MAMF figure is in the tables cited below): the bf16 rate times this. */
 static double fp8_speedup(const struct gpu_spec *g, const struct train_config *c)
 {
-    if (c->precision != PREC_FP8 || !(g->fp8_tflops > 0) || !(g->bf16_tflops > 0))
+    if (!float8_on(c) || !(g->fp8_tflops > 0) || !(g->bf16_tflops > 0))
         return 1.0;
     return g->fp8_tflops / g->bf16_tflops;
 }
@@ -127,97 +128,6 @@ double speed_overlap_cost(double comm, double hidden, double share)
         return 0;
     const double slowed = share * comm, tail = comm - hidden;
     return slowed > tail ? slowed : tail;
-}
-
-/* NCCL's latency constants (src/graph/tuning.cc @5067397c, ncclTunerConstantsDefaults,
- * Simple protocol, microseconds): a collective's base latency 8.4 (ring and tree); per
- * step inside a node 3.4 over NVLink and 5.7 over PCIe for the ring, 4.0 for the tree;
- * per step across the network 14. */
-#define NCCL_BASE_LAT 8.4e-6
-#define NCCL_NET_LAT 14.0e-6
-#define NCCL_TREE_INTRA_LAT 4.0e-6
-/* NCCL's tree all-reduce bus bandwidth against the ring's (tuning.cc: busBw * .92) */
-#define NCCL_TREE_BW 0.92
-
-/* A communicator: n ranks, ppn of them in one node. Megatron and torchtitan order ranks
- * TP innermost, then DP, then PP (Megatron parallel_state "tp-cp-ep-dp-pp"): a TP group
- * sits in one node while tp <= the node's GPUs, a DP group has per_node / tp ranks in each
- * node (1 when tp fills the node), and the pipeline's neighbours are tp x dp ranks apart. */
-struct comm_group {
-    int n, ppn;
-};
-
-static int per_node_of(const struct gpu_spec *g)
-{
-    return g->gpus_per_node > 0 ? g->gpus_per_node : GPU_PER_NODE_DEFAULT;
-}
-
-static struct comm_group dp_group(const struct train_config *c, const struct gpu_spec *g)
-{
-    const int per_node = per_node_of(g);
-    int ppn = c->tp >= per_node ? 1 : per_node / c->tp;
-    return (struct comm_group){c->dp, ppn < c->dp ? ppn : c->dp};
-}
-
-static struct comm_group tp_group(const struct train_config *c, const struct gpu_spec *g)
-{
-    const int per_node = per_node_of(g);
-    return (struct comm_group){c->tp, c->tp < per_node ? c->tp : per_node};
-}
-
-/* The bus bandwidth a group's collective reaches (bytes/s, at SPEED_LINK_EFF of the link).
- * Inside a node: the GPU's link; GPUs on PCIe without peer-to-peer (GeForce: NVIDIA
- * disables P2P on consumer boards) go through host memory, NCCL's SHM transport copies each
- * byte over PCIe twice. Across nodes NCCL builds one ring (or tree) per NIC, each leaving
- * the node through its own NIC, so the ppn ranks of the group in a node share ppn NICs:
- * min(intra-node link, ppn x the per-GPU network bandwidth) (NCCL tuning.cc: busBw =
- * nChannels x bwInter across nodes; nccl-tests doc/PERFORMANCE.md defines the bus
- * bandwidth, algbw x 2 (n-1)/n for an all-reduce, (n-1)/n for all-gather and
- * reduce-scatter, as the figure to compare with the hardware's link). */
-static double group_bw(struct comm_group grp, const struct gpu_spec *g, int *nodes)
-{
-    const int ppn = grp.ppn > 0 ? grp.ppn : 1;
-    double link = g->interconnect_gbs * 1e9;
-    if (!strncmp(g->name, "RTX", 3))
-        link *= 0.5;
-    *nodes = (grp.n + ppn - 1) / ppn;
-    if (*nodes > 1 && g->internode_gbs > 0) {
-        double net = (double)ppn * g->internode_gbs * 1e9;
-        link = net < link ? net : link;
-    }
-    return link * SPEED_LINK_EFF;
-}
-
-/* `count` collectives of a group carrying `bytes` together: all-gathers or reduce-scatters
- * (steps 1: each rank moves (n-1)/n of the data) or all-reduces (steps 2), at the bus
- * bandwidth of group_bw plus NCCL's latency model (tuning.cc): a ring of n ranks over
- * `nodes` nodes takes steps (n-1) hops, steps (nodes-1) of them across the network; an
- * all-reduce over several nodes may run as NCCL's tree instead (a chain inside each node,
- * a binary tree across nodes: 2 ((ppn-1) intra + log2(nodes) network) hops, at 0.92 of the
- * ring's bandwidth), and NCCL's tuner takes the faster. Ring all-reduce moves 2 (n-1)/n of
- * the data (Patarasuk & Yuan 2009). */
-static double collective(double bytes, struct comm_group grp, double steps, double count,
-                         const struct gpu_spec *g)
-{
-    const int n = grp.n;
-    if (n < 2)
-        return 0;
-    int nodes;
-    const double bw = group_bw(grp, g, &nodes);
-    const double intra = g->interconnect_gbs < 64 ? 5.7e-6 : 3.4e-6;
-    const double data = steps * bytes * (double)(n - 1) / (double)n;
-    const double net_steps = nodes > 1 ? steps * (double)(nodes - 1) : 0;
-    const double ring_lat = NCCL_BASE_LAT + (steps * (double)(n - 1) - net_steps) * intra +
-                            net_steps * NCCL_NET_LAT;
-    double t = data / bw + count * ring_lat;
-    if (steps == 2.0 && nodes > 1) {
-        const int ppn = grp.ppn > 0 ? grp.ppn : 1;
-        const double tree_lat = NCCL_BASE_LAT + 2.0 * ((double)(ppn - 1) * NCCL_TREE_INTRA_LAT +
-                                                       log2((double)nodes) * NCCL_NET_LAT);
-        const double tree = data / (bw * NCCL_TREE_BW) + count * tree_lat;
-        t = tree < t ? tree : t;
-    }
-    return t;
 }
 
 /* Selective checkpointing recomputes a block's 2nd, 4th, ... matmul in call order
@@ -445,7 +355,7 @@ static double kernels_fwd(const struct model_spec *m, const struct train_config 
  * holding its expert and the result back (dispatch and combine all-to-alls), in each
  * forward pass and again for the gradients in backward; on the critical path (the experts
  * wait for their tokens). An all-to-all moves (ep - 1) / ep of a rank's data once, the
- * cost collective() gives one step. */
+ * cost comm_collective() gives one step. */
 static void expert_all_to_all(const struct model_plan *p, const struct train_config *c,
                               const struct gpu_spec *g, double fwd_passes, struct speed_prepared *sp)
 {
@@ -453,11 +363,11 @@ static void expert_all_to_all(const struct model_plan *p, const struct train_con
     const double count = 2.0 * (double)p->moe_layers * (fwd_passes + 1.0);
     const double per_tok = (double)p->spec.experts_per_tok * (double)p->spec.hidden * e * count;
     /* the EP ranks are DP neighbours: laid out like the DP group, ep of them */
-    struct comm_group epg = dp_group(c, g);
+    struct comm_group epg = comm_dp_group(c, g);
     epg.n = train_ep(c);
     epg.ppn = epg.ppn < epg.n ? epg.ppn : epg.n;
-    sp->act_comm_tok += collective(per_tok, epg, 1.0, 0, g);
-    sp->act_comm_fixed_s += collective(0, epg, 1.0, count, g);
+    sp->act_comm_tok += comm_collective(per_tok, epg, 1.0, 0, g);
+    sp->act_comm_fixed_s += comm_collective(0, epg, 1.0, count, g);
 }
 
 /* Megatron's pipeline: each stage sends its output forward and receives a gradient back
@@ -471,7 +381,7 @@ static void prepare_p2p(const struct model_plan *p, const struct train_config *c
     if (train_pp(c) < 2)
         return;
     const double e = c->precision == PREC_FP32 ? 4.0 : 2.0;
-    const bool across = c->tp * c->dp >= per_node_of(g) && g->internode_gbs > 0;
+    const bool across = c->tp * c->dp >= comm_per_node(g) && g->internode_gbs > 0;
     const double link = (across ? g->internode_gbs : g->interconnect_gbs) * 1e9 * SPEED_LINK_EFF;
     sp->p2p_tok = 2.0 * e * (double)p->spec.hidden / (double)c->tp / link;
     sp->p2p_fixed_s = 2.0 * (NCCL_BASE_LAT + (across ? NCCL_NET_LAT : 3.4e-6));
@@ -491,7 +401,7 @@ static void prepare_offload(const struct model_plan *p, const struct train_confi
 {
     const double pcie = (g->pcie_gbs > 0 ? g->pcie_gbs : SPEED_PCIE_DEFAULT_GBS) * 1e9 * SPEED_PCIE_EFF;
     const double dram = (g->host_mem_gbs > 0 ? g->host_mem_gbs : SPEED_HOST_DEFAULT_GBS) * 1e9 * SPEED_HOST_EFF;
-    const int per_node = per_node_of(g);
+    const int per_node = comm_per_node(g);
     const double sharing = (double)(c->gpus < per_node ? c->gpus : per_node);
     const double share = trained / (double)c->dp, e = c->precision == PREC_FP32 ? 4.0 : 2.0;
     sp->comm_fixed_s += share * e / pcie;                       /* gradients down */
@@ -513,14 +423,14 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
     /* float8 all-gather (float8.c float8_allgather): the block Linears travel in e4m3 */
     if (float8_allgather(c))
         p16 -= (double)(p->linear_w - p->head_p) / tp * (e - 1.0) / stages;
-    const struct comm_group dp = dp_group(c, g);
+    const struct comm_group dp = comm_dp_group(c, g);
     sp->overlap = OVERLAP_NONE;
     sp->comm_fixed_s = sp->comm_first_s = sp->comm_post_s = sp->comm_sm_share = 0;
     switch (c->method) {
     case METHOD_CDP: /* DDP: bucketed all-reduce of the gradients during backward */
         sp->overlap = OVERLAP_DDP;
-        sp->comm_fixed_s = collective(grad_bytes, dp, 2.0, ceil(grad_bytes / SPEED_DDP_BUCKET_BYTES), g);
-        sp->comm_first_s = collective(grad_bytes < SPEED_DDP_BUCKET_BYTES ? grad_bytes : SPEED_DDP_BUCKET_BYTES,
+        sp->comm_fixed_s = comm_collective(grad_bytes, dp, 2.0, ceil(grad_bytes / SPEED_DDP_BUCKET_BYTES), g);
+        sp->comm_first_s = comm_collective(grad_bytes < SPEED_DDP_BUCKET_BYTES ? grad_bytes : SPEED_DDP_BUCKET_BYTES,
                                       dp, 2.0, 1.0, g);
         sp->comm_sm_share = speed_nccl_sm_share(
             eff, grad_bytes < SPEED_DDP_BUCKET_BYTES ? grad_bytes : SPEED_DDP_BUCKET_BYTES);
@@ -532,9 +442,9 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
          * updated 16-bit parameters all-gathered after the step (exposed) */
         const double bucket = (double)p->spec.hidden * (double)p->spec.hidden * e;
         sp->overlap = OVERLAP_DDP;
-        sp->comm_fixed_s = collective(grad_bytes, dp, 1.0, ceil(grad_bytes / bucket), g);
-        sp->comm_first_s = collective(grad_bytes < bucket ? grad_bytes : bucket, dp, 1.0, 1.0, g);
-        sp->comm_post_s = collective(grad_bytes, dp, 1.0, 1.0, g);
+        sp->comm_fixed_s = comm_collective(grad_bytes, dp, 1.0, ceil(grad_bytes / bucket), g);
+        sp->comm_first_s = comm_collective(grad_bytes < bucket ? grad_bytes : bucket, dp, 1.0, 1.0, g);
+        sp->comm_post_s = comm_collective(grad_bytes, dp, 1.0, 1.0, g);
         sp->comm_sm_share = speed_nccl_sm_share(eff, grad_bytes < bucket ? grad_bytes : bucket);
         break;
     }
@@ -542,8 +452,8 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
         /* Megatron's distributed optimizer over DP, per stage: reduce-scatter of the fp32
          * main gradients, all-gather of the bf16 parameters, after the pipeline drains
          * (overlap_grad_reduce and overlap_param_gather are off by default) */
-        sp->comm_post_s = collective(grad_bytes * (c->precision == PREC_FP32 ? 1.0 : 2.0), dp, 1.0, 1.0, g) +
-                          collective(grad_bytes, dp, 1.0, 1.0, g);
+        sp->comm_post_s = comm_collective(grad_bytes * (c->precision == PREC_FP32 ? 1.0 : 2.0), dp, 1.0, 1.0, g) +
+                          comm_collective(grad_bytes, dp, 1.0, 1.0, g);
         break;
     case METHOD_ADP:
     case METHOD_DPTP:
@@ -554,7 +464,7 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
         /* FSDP's mixed precision with an fp32 reduce_dtype reduce-scatters fp32 gradients */
         if ((c->features & FEAT_FSDP) && (c->features & FEAT_FSDP_FP32_REDUCE) && e < 4.0)
             grad_bytes *= 4.0 / e;
-        sp->comm_fixed_s = 2.0 * collective(p16, dp, 1.0, units, g) + collective(grad_bytes, dp, 1.0, units, g);
+        sp->comm_fixed_s = 2.0 * comm_collective(p16, dp, 1.0, units, g) + comm_collective(grad_bytes, dp, 1.0, units, g);
         sp->comm_first_s = sp->comm_fixed_s / units;
         sp->comm_sm_share = speed_nccl_sm_share(eff, p16 / units); /* a unit's gather */
         if (c->method == METHOD_OFFLOAD)
@@ -568,11 +478,11 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
      * pipeline stage holds 1/pp of the blocks */
     sp->act_comm_tok = sp->act_comm_fixed_s = 0;
     if (c->tp > 1) {
-        const struct comm_group tpg = tp_group(c, g);
+        const struct comm_group tpg = comm_tp_group(c, g);
         double blocks = (double)p->spec.layers / stages;
         double per_tok = (double)p->spec.hidden * e * blocks * 2.0 * (fwd_passes + 1.0);
-        sp->act_comm_tok = collective(per_tok, tpg, 2.0, 0, g);
-        sp->act_comm_fixed_s = collective(0, tpg, 2.0, 2.0 * blocks * (fwd_passes + 1.0), g);
+        sp->act_comm_tok = comm_collective(per_tok, tpg, 2.0, 0, g);
+        sp->act_comm_fixed_s = comm_collective(0, tpg, 2.0, 2.0 * blocks * (fwd_passes + 1.0), g);
     }
     if (train_ep(c) > 1)
         expert_all_to_all(p, c, g, fwd_passes, sp);
