@@ -162,8 +162,10 @@ static void check_config(struct model_plan *p, const struct train_config *c)
     memmodel_predict(p, c, &o, &e);
     /* the sweep's point loop decides "fits" on memmodel_peak: the same bytes */
     struct mem_prepared mp;
+    struct mem_seq ms;
     memmodel_prepare(p, c, &o, &mp);
-    assert_int_equal(memmodel_peak(p, c, &o, &mp), e.device);
+    memmodel_seq(&mp, c->seq_len, &ms);
+    assert_int_equal(memmodel_peak(p, c, &o, &mp, &ms), e.device);
     for (int ph = 0; ph < PHASE_COUNT; ph++) {
         if (!e.phase_reserved[ph])
             continue;

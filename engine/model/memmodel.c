@@ -29,9 +29,11 @@ const char *mem_phase_name(enum mem_phase p) { return (unsigned)p < PHASE_COUNT 
  * segments; larger ones get segments rounded up to 2 MiB (c10/cuda/CUDACachingAllocator). */
 static uint64_t alloc_round(uint64_t bytes)
 {
-    if (bytes <= MIB)
-        return (bytes + 511) / 512 * 512;
-    return (bytes + 2 * MIB - 1) / (2 * MIB) * (2 * MIB);
+    /* a select, not a branch: which side a term falls on changes from point to point of
+     * the sweep, and a mispredicted branch costs more than both roundings (bytes stays
+     * below BYTES_SAT = 2^62, so the sum cannot wrap) */
+    const uint64_t unit = bytes <= MIB ? 512 : 2 * MIB;
+    return (bytes + unit - 1) & ~(unit - 1);
 }
 
 /* The per-point terms below use the saturating bytes_add/bytes_mul/bytes_scale (units.h):
@@ -961,6 +963,32 @@ void mem_options_for_gpu(const struct gpu_spec *g, bool paper, struct mem_option
     blas_workspaces(g ? g->cublas_ws_bytes : CUBLAS_WS_DEFAULT, o);
 }
 
+/* The per-token coefficients of the batch-dependent terms, per phase: what memmodel_seq
+ * and the point functions below multiply by micro-batch x sequence. Activations depend on
+ * the sequence length (eager attention scores) and are hoisted per sequence length
+ * (memmodel_seq); communication buffers and the 16-bit logits a loop keeps are per
+ * configuration. */
+static void point_coeffs(struct mem_prepared *mp)
+{
+    for (int ph = PHASE_FORWARD; ph <= PHASE_BWD_FIRST; ph++)
+        mp->cm_tok[ph] = mp->comm_tok;
+    /* the pipeline's receive buffers (activation_coeffs): the first stage's phases, the last's */
+    mp->cm_tok[PHASE_FORWARD] = bytes_add(mp->cm_tok[PHASE_FORWARD], mp->pp_recv_first_tok);
+    mp->cm_tok[PHASE_BWD_FIRST] = bytes_add(mp->cm_tok[PHASE_BWD_FIRST], mp->pp_recv_first_tok);
+    mp->cm_tok[PHASE_LOSS] = bytes_add(mp->cm_tok[PHASE_LOSS], mp->pp_recv_last_tok);
+    mp->cm_tok[PHASE_BWD_LAST] = bytes_add(mp->cm_tok[PHASE_BWD_LAST], mp->pp_recv_last_tok);
+    /* 16-bit logits per vocab entry outside the loss path: those a loop keeps past the loss
+     * (kept_outputs; inside the loss path at the loss itself), the evaluation pass's */
+    mp->lg_tok[PHASE_FORWARD] = mp->kept_logits_tok;
+    for (int ph = PHASE_BWD_LAST; ph <= PHASE_OPTIMIZER; ph++)
+        mp->lg_tok[ph] = mp->kept_logits_tok;
+    mp->lg_tok[PHASE_EVAL] = mp->eval_logits_tok;
+    mp->nphases = 0;
+    for (int ph = 0; ph < PHASE_COUNT; ph++)
+        if (mp->phase_on[ph])
+            mp->phases[mp->nphases++] = (uint8_t)ph;
+}
+
 bool memmodel_uses_llmem(enum stack stack, const struct mem_options *opt)
 {
     return opt->paper || stack == STACK_COLOSSAL;
@@ -983,6 +1011,7 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
     fixed_phases(p, c, mp);
     activation_coeffs(p, c, mp);
     logits_coeffs(p, c, mp);
+    point_coeffs(mp);
 }
 
 /* --- batch-dependent terms --------------------------------------------------------- */
@@ -1012,78 +1041,79 @@ static void eval_llmem(const struct model_plan *p, const struct train_config *c,
     e->phase_reserved[PHASE_LOSS] = e->reserved;
 }
 
+/* Activations per token of each phase for one block's saved activations per token `lay`. */
+static void act_coeffs(const struct mem_prepared *mp, uint64_t lay, uint64_t *act)
+{
+    /* blocks whose activations are held: [0] forward (pp: the first stage's micro-batches
+     * in flight), [1] at the loss (pp: the last stage's one) */
+    const uint64_t per_block = mp->ckpt ? mp->ckpt_tok : lay;
+    const uint64_t saved = bytes_mul(per_block, (uint64_t)mp->act_layers[0]);
+    const uint64_t saved_last = bytes_mul(per_block, (uint64_t)mp->act_layers[1]);
+    const uint64_t recompute = bytes_add(mp->ckpt ? lay : 0, mp->bwd_tok);
+    /* a loop's kept KV cache (kept_outputs): this step's from its forward on, and during
+     * the forward the previous step's (the same lengths) beside it */
+    const uint64_t kv = mp->kept_tok;
+    act[PHASE_FORWARD] = bytes_add(bytes_add(saved, mp->tail_fwd ? mp->tail_tok : 0), bytes_add(kv, kv));
+    act[PHASE_LOSS] = bytes_add(bytes_add(saved_last, mp->tail_tok), kv);
+    act[PHASE_BWD_LAST] = bytes_add(bytes_add(saved_last, recompute), kv);
+    act[PHASE_BWD_FIRST] = bytes_add(bytes_add(bytes_add(per_block, bytes_mul(per_block, (uint64_t)mp->act_extra_bwd)),
+                                               recompute), kv);
+    act[PHASE_OPTIMIZER] = kv;
+    act[PHASE_EVAL] = 0;
+}
+
+void memmodel_seq(const struct mem_prepared *mp, int32_t seq_len, struct mem_seq *ms)
+{
+    const uint64_t lay = bytes_add(mp->layer_tok, bytes_mul(mp->layer_tok_s, (uint64_t)seq_len));
+    ms->seq_len = seq_len;
+    act_coeffs(mp, lay, ms->act[0]);
+    act_coeffs(mp, bytes_add(lay, mp->kv_rep_tok), ms->act[1]);
+}
+
+/* Which of ms->act applies: K and V repeated before SDPA, unless only padded batches of
+ * several samples repeat them and this one holds one sample (kv_repeat). */
+static int seq_kv(const struct mem_prepared *mp, const struct train_config *c)
+{
+    return !mp->kv_rep_padded || c->micro_batch > 1;
+}
+
 /* The batch-dependent parts of one point, per phase: activations, logits and
  * communication buffers allocated, and the loss path's segments as the allocator replay
- * found them (others rounded per term). memmodel_eval and memmodel_peak share them. */
+ * found them (others rounded per term). memmodel_eval keeps them all; memmodel_peak
+ * computes the same sums without keeping them. */
 struct point_parts {
     uint64_t act[PHASE_COUNT], lg[PHASE_COUNT], cm[PHASE_COUNT];
     uint64_t lg_res[PHASE_COUNT], lg_need[PHASE_COUNT];
 };
 
-static void point_parts(const struct train_config *c, const struct mem_prepared *mp,
-                        struct point_parts *x)
+/* The pipeline's kept outputs on its last stage (logits_coeffs), alive at its loss and the
+ * backward of its last block: allocated, and rounded as the allocator rounds each. */
+static uint64_t pp_outs(const struct mem_prepared *mp, uint64_t entries, bool rounded)
 {
-    const uint64_t s = (uint64_t)c->seq_len, t = bytes_mul((uint64_t)c->micro_batch, s);
-    const uint64_t kv_rep = !mp->kv_rep_padded || c->micro_batch > 1 ? mp->kv_rep_tok : 0;
-    const uint64_t layer = bytes_mul(t, bytes_add(bytes_add(mp->layer_tok, kv_rep),
-                                                  bytes_mul(mp->layer_tok_s, s)));
-    const uint64_t per_block = mp->ckpt ? bytes_mul(t, mp->ckpt_tok) : layer;
-    /* blocks whose activations are held: [0] forward (pp: the first stage's micro-batches
-     * in flight), [1] at the loss (pp: the last stage's one) */
-    const uint64_t saved = bytes_mul(per_block, (uint64_t)mp->act_layers[0]);
-    const uint64_t saved_last = bytes_mul(per_block, (uint64_t)mp->act_layers[1]);
-    const uint64_t recompute = bytes_add(mp->ckpt ? layer : 0, bytes_mul(t, mp->bwd_tok));
-    const uint64_t tail = bytes_mul(t, mp->tail_tok);
+    const uint64_t one = bytes_mul(entries, mp->pp_out_tok);
+    return bytes_mul(rounded ? alloc_round(one) : one, (uint64_t)mp->pp_out_n);
+}
+
+static void point_parts(const struct train_config *c, const struct mem_prepared *mp,
+                        const struct mem_seq *ms, struct point_parts *x)
+{
+    const uint64_t t = bytes_mul((uint64_t)c->micro_batch, (uint64_t)c->seq_len);
     /* chunked or not, every token's logits are alive at the loss (chunks stay for backward) */
     const uint64_t entries = bytes_mul(t, (uint64_t)mp->vocab);
-    const uint64_t comm = bytes_mul(t, mp->comm_tok);
-
-    uint64_t *act = x->act, *lg = x->lg, *cm = x->cm;
-    for (int ph = 0; ph < PHASE_COUNT; ph++) /* lg_res and lg_need are all written below */
-        act[ph] = lg[ph] = cm[ph] = 0;
-    act[PHASE_FORWARD] = bytes_add(saved, mp->tail_fwd ? tail : 0);
-    act[PHASE_LOSS] = bytes_add(saved_last, tail);
-    lg[PHASE_LOSS] = bytes_scale(entries, mp->logits_tok);
-    act[PHASE_BWD_LAST] = bytes_add(saved_last, recompute);
-    act[PHASE_BWD_FIRST] = bytes_add(bytes_add(per_block, bytes_mul(per_block, (uint64_t)mp->act_extra_bwd)),
-                                     recompute);
-    lg[PHASE_EVAL] = bytes_mul(entries, mp->eval_logits_tok);
-    /* the pipeline's kept outputs on its last stage (logits_coeffs): its loss and the
-     * backward of its last block */
-    const uint64_t pp_out = bytes_mul(entries, mp->pp_out_tok);
-    const uint64_t pp_outs = bytes_mul(pp_out, (uint64_t)mp->pp_out_n);
-    lg[PHASE_LOSS] = bytes_add(lg[PHASE_LOSS], pp_outs);
-    lg[PHASE_BWD_LAST] = pp_outs;
-    for (int ph = PHASE_FORWARD; ph <= PHASE_BWD_FIRST; ph++)
-        cm[ph] = comm;
-    /* the pipeline's receive buffers (activation_coeffs): the first stage's phases, the last's */
-    if (mp->pp_recv_first_tok | mp->pp_recv_last_tok) {
-        const uint64_t first = bytes_mul(t, mp->pp_recv_first_tok), last = bytes_mul(t, mp->pp_recv_last_tok);
-        cm[PHASE_FORWARD] = bytes_add(cm[PHASE_FORWARD], first);
-        cm[PHASE_BWD_FIRST] = bytes_add(cm[PHASE_BWD_FIRST], first);
-        cm[PHASE_LOSS] = bytes_add(cm[PHASE_LOSS], last);
-        cm[PHASE_BWD_LAST] = bytes_add(cm[PHASE_BWD_LAST], last);
+    const uint64_t *act = ms->act[seq_kv(mp, c)];
+    const uint64_t outs = pp_outs(mp, entries, false), outs_r = pp_outs(mp, entries, true);
+    for (int ph = 0; ph < PHASE_COUNT; ph++) {
+        x->act[ph] = bytes_mul(t, act[ph]);
+        x->cm[ph] = bytes_mul(t, mp->cm_tok[ph]);
+        x->lg[ph] = bytes_mul(entries, mp->lg_tok[ph]);
+        x->lg_res[ph] = x->lg_need[ph] = alloc_round(x->lg[ph]);
     }
-    /* outputs a loop keeps (kept_outputs): this step's KV cache from its forward on, its
-     * logits after the loss (inside the loss path at the loss), and during the forward the
-     * previous step's (the same lengths) beside this one's cache */
-    if (mp->kept_logits_tok) { /* only under the feature: the sweep's common case skips it */
-        const uint64_t kv = bytes_mul(t, mp->kept_tok), kept_lg = bytes_mul(entries, mp->kept_logits_tok);
-        act[PHASE_FORWARD] = bytes_add(act[PHASE_FORWARD], bytes_add(kv, kv));
-        lg[PHASE_FORWARD] = kept_lg;
-        act[PHASE_LOSS] = bytes_add(act[PHASE_LOSS], kv);
-        for (int ph = PHASE_BWD_LAST; ph <= PHASE_OPTIMIZER; ph++) {
-            act[ph] = bytes_add(act[ph], kv);
-            lg[ph] = bytes_add(lg[ph], kept_lg);
-        }
-    }
-    for (int ph = 0; ph < PHASE_COUNT; ph++)
-        x->lg_res[ph] = x->lg_need[ph] = alloc_round(lg[ph]);
     const unsigned bk = losspath_batch_bucket(c->micro_batch);
-    const uint64_t pp_outs_r = bytes_mul(alloc_round(pp_out), (uint64_t)mp->pp_out_n);
-    x->lg_res[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_res_tok[bk]), pp_outs_r);
-    x->lg_need[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_need_tok[bk]), pp_outs_r);
-    x->lg_res[PHASE_BWD_LAST] = x->lg_need[PHASE_BWD_LAST] = pp_outs_r;
+    x->lg[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_tok), outs);
+    x->lg_res[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_res_tok[bk]), outs_r);
+    x->lg_need[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_need_tok[bk]), outs_r);
+    x->lg[PHASE_BWD_LAST] = bytes_add(x->lg[PHASE_BWD_LAST], outs);
+    x->lg_res[PHASE_BWD_LAST] = x->lg_need[PHASE_BWD_LAST] = bytes_add(x->lg_res[PHASE_BWD_LAST], outs_r);
 }
 
 /* What a phase holds beside its logits, rounded as the allocator rounds each part. */
@@ -1103,8 +1133,10 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         eval_llmem(p, c, opt, mp, e);
         return;
     }
+    struct mem_seq ms;
     struct point_parts x;
-    point_parts(c, mp, &x);
+    memmodel_seq(mp, c->seq_len, &ms);
+    point_parts(c, mp, &ms, &x);
     const uint64_t base = bytes_add(opt->base_bytes, mp->nccl);
     uint64_t held = 0;
     for (int ph = 0; ph < PHASE_COUNT; ph++) {
@@ -1147,20 +1179,36 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
 }
 
 uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
-                       const struct mem_options *opt, const struct mem_prepared *mp)
+                       const struct mem_options *opt, const struct mem_prepared *mp,
+                       const struct mem_seq *ms)
 {
     if (mp->use_llmem) {
         struct mem_estimate e;
         eval_llmem(p, c, opt, mp, &e);
         return e.device;
     }
-    struct point_parts x;
-    point_parts(c, mp, &x);
+    /* point_parts and phase_others, summed per phase as memmodel_eval sums them, but only
+     * what the held peak reads (the sweep's hot path) */
+    const uint64_t t = bytes_mul((uint64_t)c->micro_batch, (uint64_t)c->seq_len);
+    const uint64_t entries = bytes_mul(t, (uint64_t)mp->vocab);
+    const uint64_t *act = ms->act[seq_kv(mp, c)];
+    const uint64_t outs_r = mp->pp_out_n ? pp_outs(mp, entries, true) : 0;
+    const uint64_t loss = bytes_add(bytes_scale(entries, mp->logits_need_tok[losspath_batch_bucket(c->micro_batch)]),
+                                    outs_r);
     uint64_t held = 0;
-    for (int ph = 0; ph < PHASE_COUNT; ph++) {
-        if (!mp->phase_on[ph])
-            continue;
-        const uint64_t h = bytes_add(phase_others(opt, mp, &x, ph), x.lg_need[ph]);
+    for (int k = 0; k < mp->nphases; k++) {
+        /* the zero tests skip terms a configuration does not have (the same for all its
+         * points, so the branches predict; alloc_round(0) is 0) */
+        const int ph = mp->phases[k];
+        uint64_t h = bytes_add(bytes_add(mp->fixed_r[ph], opt->ws_res), alloc_round(bytes_mul(t, act[ph])));
+        if (mp->cm_tok[ph])
+            h = bytes_add(h, alloc_round(bytes_mul(t, mp->cm_tok[ph])));
+        if (mp->lg_tok[ph])
+            h = bytes_add(h, alloc_round(bytes_mul(entries, mp->lg_tok[ph])));
+        if (ph == PHASE_LOSS)
+            h = bytes_add(h, loss);
+        else if (ph == PHASE_BWD_LAST)
+            h = bytes_add(h, outs_r);
         held = h > held ? h : held;
     }
     return bytes_add(bytes_add(held, bytes_add(opt->base_bytes, mp->nccl)), mp->paged);

@@ -101,6 +101,11 @@ struct mem_prepared {
     bool tail_fwd;           /* the lm_head input exists at the forward's end (not on pp's
                                 first stage) */
     uint64_t host;           /* host memory per GPU (offload) */
+    /* per phase: communication buffers per token, 16-bit logits outside the loss path per
+     * token and vocab entry; the phases on, in order (point_coeffs) */
+    uint64_t cm_tok[PHASE_COUNT], lg_tok[PHASE_COUNT];
+    uint8_t phases[PHASE_COUNT];
+    int nphases;
     int64_t vocab, heads;
     bool ckpt, use_llmem;
 };
@@ -167,16 +172,29 @@ bool memmodel_uses_llmem(enum stack stack, const struct mem_options *opt);
 void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
                       const struct mem_options *opt, struct mem_prepared *mp);
 
+/* The activations per token of each phase at one sequence length: the sweep computes them
+ * once per sequence length, memmodel_peak multiplies them by micro-batch x sequence. act[1]
+ * holds K and V repeated before SDPA, act[0] not (padded batches of one sample, see
+ * kv_rep_padded). */
+struct mem_seq {
+    int32_t seq_len;
+    uint64_t act[2][PHASE_COUNT];
+};
+
+void memmodel_seq(const struct mem_prepared *mp, int32_t seq_len, struct mem_seq *ms);
+
 /* The prediction for micro-batch b and sequence length s. */
 void memmodel_eval(const struct model_plan *p, const struct train_config *c,
                    const struct mem_options *opt, const struct mem_prepared *mp,
                    struct mem_estimate *e);
 
-/* memmodel_eval's `device` alone, without the per-phase breakdown: what the sweep's point
- * loop needs to decide "fits" (the kept points are evaluated in full afterwards).
+/* memmodel_eval's `device` alone, without the per-phase breakdown (ms: memmodel_seq at
+ * c->seq_len): what the sweep's point loop needs to decide "fits" (the kept points are
+ * evaluated in full afterwards).
  * @return the same bytes as memmodel_eval's e->device (tests/test_memdetail.c checks it). */
 uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
-                       const struct mem_options *opt, const struct mem_prepared *mp);
+                       const struct mem_options *opt, const struct mem_prepared *mp,
+                       const struct mem_seq *ms);
 
 /* Convenience: prepare and evaluate c->micro_batch and c->seq_len. */
 void memmodel_predict(const struct model_plan *p, const struct train_config *c,

@@ -143,6 +143,7 @@ static void note_by_gpu(struct sweep_hit *b, const struct sweep_hit *hit)
 struct prepared {
     struct train_config cfg;
     struct mem_prepared mem;
+    struct mem_seq seq;       /* mem's activations at cfg.seq_len (set per sequence length) */
     struct speed_prepared speed;
     struct rules_point rules; /* the matching rule set folded to (1, b*s, b*s^2) terms */
     const struct model_plan *plan;
@@ -170,6 +171,13 @@ static void prepare(const struct sweep *s, uint32_t model, const struct train_co
     pr->fit_factor = s->par.margin_pct < 0 ? pr->band.hi : 1.0 + s->par.margin_pct / 100.0;
 }
 
+/* Moves the point loop to sequence length seq: the memory model's per-sequence terms. */
+static void at_seq(struct prepared *pr, int32_t seq)
+{
+    pr->cfg.seq_len = seq;
+    memmodel_seq(&pr->mem, seq, &pr->seq);
+}
+
 /* Peak of the point in pr->cfg with its breakdown in *e; *rule gets the binding rule
  * candidate or -1. */
 static uint64_t point_peak_full(const struct sweep *s, const struct prepared *pr,
@@ -193,7 +201,7 @@ static uint64_t point_peak(const struct sweep *s, const struct prepared *pr)
     struct mem_estimate e;
     int rule;
     if (pr->rules.set < 0)
-        return memmodel_peak(pr->plan, &pr->cfg, &s->mem, &pr->mem);
+        return memmodel_peak(pr->plan, &pr->cfg, &s->mem, &pr->mem, &pr->seq);
     return point_peak_full(s, pr, &e, &rule);
 }
 
@@ -227,7 +235,7 @@ static bool sweep_outer(const struct sweep *s, size_t oi, struct worker *w)
         const size_t rid = (size_t)so->recipe * (size_t)sp->nseq + (size_t)si;
         struct recipe_acc *acc = &w->rec[rid];
         struct sweep_hit *by_gpu = &w->by_gpu[rid * (size_t)sp->ngpus + (size_t)gi];
-        pr.cfg.seq_len = sp->seq[si];
+        at_seq(&pr, sp->seq[si]);
         for (int bi = 0; bi < sp->nbatch; bi++) {
             struct speed_estimate spd;
             pr.cfg.micro_batch = sp->batch[bi];
@@ -466,7 +474,7 @@ void sweep_recipe_cells(const struct sweep *s, size_t recipe, struct sweep_cell 
         prepare(s, so->model, &so->cfg, &pr);
         struct sweep_cell *c = &cells[(size_t)pr.cfg.method * (size_t)sp->ngpus +
                                       (size_t)space_gpu_index(sp, pr.cfg.gpus)];
-        pr.cfg.seq_len = sp->seq[si];
+        at_seq(&pr, sp->seq[si]);
         uint64_t base = ((uint64_t)oi * (uint64_t)sp->nseq + (uint64_t)si) * (uint64_t)sp->nbatch;
         for (int bi = 0; bi < sp->nbatch; bi++) {
             struct speed_estimate spd;
