@@ -18,6 +18,7 @@
 #include "memmodel.h"
 #include "plan.h"
 #include "tiny_model.h"
+#include "units.h"
 
 static struct model_plan plan;
 
@@ -784,6 +785,38 @@ static void test_fp8_selective(void **state)
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 31232);
 }
 
+/* memmodel_peak, the sweep's peak-only path, gives memmodel_eval's device bytes on both of
+ * its sides: plain arithmetic up to t_plain tokens a micro-batch, the saturating full
+ * evaluation beyond (a micro-batch x sequence whose logits pass 2^62 bytes). */
+static void test_peak_paths(void **state)
+{
+    (void)state;
+    const struct mem_options o = {.paper = false, .base_bytes = 1 << 20, .ws_res = 20 << 20};
+    const int32_t batches[] = {1, 2, 7, 64, 1 << 30};
+    const int32_t seqs[] = {8, 4096, 1 << 30};
+    bool plain = false, saturated = false;
+    for (int v = 0; v < 2; v++) {
+        struct train_config c = base_config();
+        c.grad_ckpt = v;
+        struct mem_prepared mp;
+        memmodel_prepare(&plan, &c, &o, &mp);
+        for (size_t si = 0; si < sizeof seqs / sizeof *seqs; si++) {
+            struct mem_seq ms;
+            memmodel_seq(&mp, seqs[si], &ms);
+            for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
+                struct mem_estimate e;
+                c.seq_len = seqs[si], c.micro_batch = batches[bi];
+                memmodel_eval(&plan, &c, &o, &mp, &e);
+                assert_int_equal(memmodel_peak(&plan, &c, &o, &mp, &ms), e.device);
+                const uint64_t t = (uint64_t)c.micro_batch * (uint64_t)c.seq_len;
+                plain |= t <= ms.t_plain;
+                saturated |= t > ms.t_plain && e.device == BYTES_SAT;
+            }
+        }
+    }
+    assert_true(plain && saturated);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -812,6 +845,7 @@ int main(void)
         cmocka_unit_test(test_outputs_kept),
         cmocka_unit_test(test_fp8_activations), cmocka_unit_test(test_fp8_allgather),
         cmocka_unit_test(test_fp8_selective),
+        cmocka_unit_test(test_peak_paths),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

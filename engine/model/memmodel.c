@@ -1062,12 +1062,37 @@ static void act_coeffs(const struct mem_prepared *mp, uint64_t lay, uint64_t *ac
     act[PHASE_EVAL] = 0;
 }
 
+/* The most tokens a micro-batch may hold for memmodel_peak's phase sums to stay below 2^61
+ * (half of BYTES_SAT) in plain arithmetic: each rounded term is at most its bytes plus one
+ * 2 MiB segment, the loss path's share at most its largest coefficient. Bounds in double
+ * with a relative margin far beyond its rounding. */
+static uint64_t plain_limit(const struct mem_prepared *mp, const struct mem_seq *ms)
+{
+    const double cap = 0x1p61, v = (double)mp->vocab, seg = (double)(2 * MIB);
+    double q = 0, fmax = 0, kmax = v; /* the logits' entries, t x vocab, are summed too */
+    for (int b = 0; b < LP_BATCH_BUCKETS; b++)
+        q = mp->logits_need_tok[b] > q ? mp->logits_need_tok[b] : q;
+    for (int k = 0; k < mp->nphases; k++) {
+        const int ph = mp->phases[k];
+        const double act = (double)(ms->act[0][ph] > ms->act[1][ph] ? ms->act[0][ph] : ms->act[1][ph]);
+        const double per = act + (double)mp->cm_tok[ph] +
+                           v * ((double)mp->lg_tok[ph] + q + (double)mp->pp_out_tok * (double)mp->pp_out_n);
+        const double f = (double)mp->fixed_r[ph] + seg * (4.0 + (double)mp->pp_out_n);
+        fmax = f > fmax ? f : fmax;
+        kmax = per > kmax ? per : kmax;
+    }
+    if (!(q >= 0) || !(fmax < cap / 2) || !(kmax < cap))
+        return 0;
+    return (uint64_t)((cap / 2 - fmax) / kmax * (1 - 1e-6));
+}
+
 void memmodel_seq(const struct mem_prepared *mp, int32_t seq_len, struct mem_seq *ms)
 {
     const uint64_t lay = bytes_add(mp->layer_tok, bytes_mul(mp->layer_tok_s, (uint64_t)seq_len));
     ms->seq_len = seq_len;
     act_coeffs(mp, lay, ms->act[0]);
     act_coeffs(mp, bytes_add(lay, mp->kv_rep_tok), ms->act[1]);
+    ms->t_plain = plain_limit(mp, ms);
 }
 
 /* Which of ms->act applies: K and V repeated before SDPA, unless only padded batches of
@@ -1182,36 +1207,36 @@ uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
                        const struct mem_options *opt, const struct mem_prepared *mp,
                        const struct mem_seq *ms)
 {
-    if (mp->use_llmem) {
+    const uint64_t t = (uint64_t)c->micro_batch * (uint64_t)c->seq_len;
+    if (mp->use_llmem || t > ms->t_plain) { /* t_plain: beyond it a sum could saturate */
         struct mem_estimate e;
-        eval_llmem(p, c, opt, mp, &e);
+        memmodel_eval(p, c, opt, mp, &e);
         return e.device;
     }
-    /* point_parts and phase_others, summed per phase as memmodel_eval sums them, but only
-     * what the held peak reads (the sweep's hot path) */
-    const uint64_t t = bytes_mul((uint64_t)c->micro_batch, (uint64_t)c->seq_len);
-    const uint64_t entries = bytes_mul(t, (uint64_t)mp->vocab);
+    /* point_parts and phase_others summed per phase as memmodel_eval sums them, but only
+     * what the held peak reads, in plain arithmetic (the sweep's hot path). The cuBLAS
+     * workspaces are the same in every phase, so they join the maximum afterwards. */
+    const uint64_t entries = t * (uint64_t)mp->vocab;
     const uint64_t *act = ms->act[seq_kv(mp, c)];
-    const uint64_t outs_r = mp->pp_out_n ? pp_outs(mp, entries, true) : 0;
-    const uint64_t loss = bytes_add(bytes_scale(entries, mp->logits_need_tok[losspath_batch_bucket(c->micro_batch)]),
-                                    outs_r);
+    const uint64_t outs_r = mp->pp_out_n ? alloc_round(entries * mp->pp_out_tok) * (uint64_t)mp->pp_out_n : 0;
+    const uint64_t loss = bytes_scale(entries, mp->logits_need_tok[losspath_batch_bucket(c->micro_batch)]) + outs_r;
     uint64_t held = 0;
     for (int k = 0; k < mp->nphases; k++) {
         /* the zero tests skip terms a configuration does not have (the same for all its
          * points, so the branches predict; alloc_round(0) is 0) */
         const int ph = mp->phases[k];
-        uint64_t h = bytes_add(bytes_add(mp->fixed_r[ph], opt->ws_res), alloc_round(bytes_mul(t, act[ph])));
+        uint64_t h = mp->fixed_r[ph] + alloc_round(t * act[ph]);
         if (mp->cm_tok[ph])
-            h = bytes_add(h, alloc_round(bytes_mul(t, mp->cm_tok[ph])));
+            h += alloc_round(t * mp->cm_tok[ph]);
         if (mp->lg_tok[ph])
-            h = bytes_add(h, alloc_round(bytes_mul(entries, mp->lg_tok[ph])));
+            h += alloc_round(entries * mp->lg_tok[ph]);
         if (ph == PHASE_LOSS)
-            h = bytes_add(h, loss);
+            h += loss;
         else if (ph == PHASE_BWD_LAST)
-            h = bytes_add(h, outs_r);
+            h += outs_r;
         held = h > held ? h : held;
     }
-    return bytes_add(bytes_add(held, bytes_add(opt->base_bytes, mp->nccl)), mp->paged);
+    return bytes_add(bytes_add(held, opt->ws_res), bytes_add(bytes_add(opt->base_bytes, mp->nccl), mp->paged));
 }
 
 /* The least allocated memory any run of c must reach (memmodel.h). At the optimizer step

@@ -179,6 +179,8 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
 struct mem_seq {
     int32_t seq_len;
     uint64_t act[2][PHASE_COUNT];
+    uint64_t t_plain; /* tokens a micro-batch may hold for memmodel_peak's plain arithmetic
+                         (beyond, it evaluates in full with saturating sums) */
 };
 
 void memmodel_seq(const struct mem_prepared *mp, int32_t seq_len, struct mem_seq *ms);
