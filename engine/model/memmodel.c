@@ -1086,6 +1086,35 @@ static uint64_t plain_limit(const struct mem_prepared *mp, const struct mem_seq 
     return (uint64_t)((cap / 2 - fmax) / kmax * (1 - 1e-6));
 }
 
+/* Whether phase i holds at least what phase j holds at every point, term by term: its
+ * fixed bytes and every per-token coefficient at least j's (alloc_round is monotone), and
+ * its share of the loss path at least j's (the loss's own, then the pipeline's kept
+ * outputs at the loss and the last block's backward, then none). */
+static bool phase_dominates(const struct mem_prepared *mp, const uint64_t *act, int i, int j)
+{
+    const int rank_i = i == PHASE_LOSS ? 2 : i == PHASE_BWD_LAST && mp->pp_out_n ? 1 : 0;
+    const int rank_j = j == PHASE_LOSS ? 2 : j == PHASE_BWD_LAST && mp->pp_out_n ? 1 : 0;
+    return mp->fixed_r[i] >= mp->fixed_r[j] && act[i] >= act[j] && mp->cm_tok[i] >= mp->cm_tok[j] &&
+           mp->lg_tok[i] >= mp->lg_tok[j] && rank_i >= rank_j;
+}
+
+/* The phases memmodel_peak's maximum needs for activations act: those no other phase kept
+ * dominates (of two equal ones, the later stays). */
+static void peak_phases(const struct mem_prepared *mp, const uint64_t *act, uint8_t *list, int *n)
+{
+    bool out[PHASE_COUNT] = {false};
+    *n = 0;
+    for (int a = 0; a < mp->nphases; a++) {
+        const int j = mp->phases[a];
+        for (int b = 0; b < mp->nphases && !out[j]; b++) {
+            const int i = mp->phases[b];
+            out[j] = i != j && !out[i] && phase_dominates(mp, act, i, j);
+        }
+        if (!out[j])
+            list[(*n)++] = (uint8_t)j;
+    }
+}
+
 void memmodel_seq(const struct mem_prepared *mp, int32_t seq_len, struct mem_seq *ms)
 {
     const uint64_t lay = bytes_add(mp->layer_tok, bytes_mul(mp->layer_tok_s, (uint64_t)seq_len));
@@ -1093,6 +1122,8 @@ void memmodel_seq(const struct mem_prepared *mp, int32_t seq_len, struct mem_seq
     act_coeffs(mp, lay, ms->act[0]);
     act_coeffs(mp, bytes_add(lay, mp->kv_rep_tok), ms->act[1]);
     ms->t_plain = plain_limit(mp, ms);
+    for (int v = 0; v < 2; v++)
+        peak_phases(mp, ms->act[v], ms->phases[v], &ms->nphases[v]);
 }
 
 /* Which of ms->act applies: K and V repeated before SDPA, unless only padded batches of
@@ -1217,14 +1248,15 @@ uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
      * what the held peak reads, in plain arithmetic (the sweep's hot path). The cuBLAS
      * workspaces are the same in every phase, so they join the maximum afterwards. */
     const uint64_t entries = t * (uint64_t)mp->vocab;
-    const uint64_t *act = ms->act[seq_kv(mp, c)];
+    const int kv = seq_kv(mp, c);
+    const uint64_t *act = ms->act[kv];
     const uint64_t outs_r = mp->pp_out_n ? alloc_round(entries * mp->pp_out_tok) * (uint64_t)mp->pp_out_n : 0;
     const uint64_t loss = bytes_scale(entries, mp->logits_need_tok[losspath_batch_bucket(c->micro_batch)]) + outs_r;
     uint64_t held = 0;
-    for (int k = 0; k < mp->nphases; k++) {
+    for (int k = 0; k < ms->nphases[kv]; k++) {
         /* the zero tests skip terms a configuration does not have (the same for all its
          * points, so the branches predict; alloc_round(0) is 0) */
-        const int ph = mp->phases[k];
+        const int ph = ms->phases[kv][k];
         uint64_t h = mp->fixed_r[ph] + alloc_round(t * act[ph]);
         if (mp->cm_tok[ph])
             h += alloc_round(t * mp->cm_tok[ph]);

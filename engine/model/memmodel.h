@@ -181,6 +181,9 @@ struct mem_seq {
     uint64_t act[2][PHASE_COUNT];
     uint64_t t_plain; /* tokens a micro-batch may hold for memmodel_peak's plain arithmetic
                          (beyond, it evaluates in full with saturating sums) */
+    uint8_t phases[2][PHASE_COUNT]; /* per act: the phases that can hold the peak (those
+                                       another phase does not dominate term by term) */
+    int nphases[2];
 };
 
 void memmodel_seq(const struct mem_prepared *mp, int32_t seq_len, struct mem_seq *ms);

@@ -749,7 +749,15 @@ static void eval_pipeline(const struct speed_prepared *sp, double tok, double mb
  * seconds of a wave, the weight gradient, and the roofline against the class's bytes.
  * tiles / sms is a ratio of integers, so its fraction is 0 or at least 1 / sms: the
  * 1e-9 keeps the product's rounding from adding a wave. */
-static double eval_waves(const struct speed_prepared *sp, double tok)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* ceil is one instruction with SSE4.1 (roundsd) and a dozen without; the same value either
+ * way, so a CPU that has it runs the clone compiled for it (resolved once at load) */
+#define SPEED_CEIL_CLONES __attribute__((target_clones("sse4.1", "default")))
+#else
+#define SPEED_CEIL_CLONES
+#endif
+
+SPEED_CEIL_CLONES static double eval_waves(const struct speed_prepared *sp, double tok)
 {
     double tm[SPEED_TILES], total = 0;
     for (int t = 0; t < SPEED_TILES; t++)
