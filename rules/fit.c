@@ -139,7 +139,8 @@ static int read_row(struct fit_data *d, const struct csv_table *t, size_t r,
      * (validate marks such rows inconsistent; memmodel_floor) */
     const char *kind = measured_cell(t, r, "seq_kind");
     enum mem_phase at;
-    const uint64_t floor = memmodel_floor(&d->plans[m], &row->c, !*kind || !strcmp(kind, "exact"), &at);
+    const uint64_t floor = memmodel_floor(&d->plans[m], &row->c, !*kind || !strcmp(kind, "exact"),
+                                          measured_row_before_grads(t, r), &at);
     if (row->metric >= 0 && row->y < (double)floor) {
         snprintf(why, n, "inconsistent: below the %.2f GiB its configuration holds",
                  (double)floor / 1073741824.0);

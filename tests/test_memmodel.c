@@ -413,7 +413,9 @@ static void test_paged_states(void **state)
     predict(&c, &plain);
     c.features |= FEAT_PAGED_OPT;
     predict(&c, &paged);
-    assert_int_equal(paged.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 2 * 202048); /* temp only */
+    /* bitsandbytes' 32-bit update is one in-place kernel (optim/optimizer.py:496 at 0.43.1):
+     * no foreach sqrt temporary either */
+    assert_int_equal(paged.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 0);
     assert_true(paged.allocated < plain.allocated);
     assert_int_equal(paged.device - paged.reserved, (1 << 20) + 4 * 202048);
 }
@@ -459,6 +461,39 @@ static void test_fsdp_units(void **state)
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_GRADS], 202048);
 }
 
+/* FSDP1's root unit, full bf16 on 2 GPUs (memmodel.c root_grads): the root is the
+ * embedding 64000 + the lm_head 64000 (untied). Its lm_head gradient piece (64000 x 2) is
+ * held through backward; after the first block the embedding's piece (64000 x 2) and their
+ * concatenation (128000 x 2) join it, beside the gathered root (128000 x 2). Without
+ * accumulation the gradients are the 1/2 shards (202048 x 2 / 2). FSDP2 (no flat
+ * parameter) has no such phase. */
+static void test_fsdp1_root_grads(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.method = METHOD_ADP, c.gpus = 2, c.dp = 2, c.features = FEAT_FSDP;
+    struct mem_estimate e;
+    predict(&c, &e);
+    assert_int_equal(e.phase_reserved[PHASE_BWD_END], 0);
+    const uint64_t first = e.phase[PHASE_BWD_FIRST][TERM_GRADS];
+    c.features |= FEAT_FSDP_FLAT;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_BWD_FIRST][TERM_GRADS], first + 64000 * 2);
+    assert_int_equal(e.phase[PHASE_BWD_END][TERM_GRADS], 202048 + (64000 + 64000 + 128000) * 2);
+    assert_int_equal(e.phase[PHASE_BWD_END][TERM_COMM], 128000 * 2);
+    assert_int_equal(e.phase[PHASE_BWD_END][TERM_ACTIVATIONS], 0);
+    /* under no_sync the accumulated whole gradient (202048 x 2) is there too, and the held
+     * piece sits beside it at the last block */
+    c.features |= FEAT_GRAD_ACCUM;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_BWD_LAST][TERM_GRADS], 404096 + 64000 * 2);
+    assert_int_equal(e.phase[PHASE_BWD_END][TERM_GRADS], 404096 + 256000 * 2);
+    /* LoRA: the root is frozen */
+    c.finetune = FT_LORA, c.lora_r = 4, c.lora_targets = TARGETS_ATTN;
+    predict(&c, &e);
+    assert_int_equal(e.phase_reserved[PHASE_BWD_END], 0);
+}
+
 /* The floor, by hand: full bf16 AdamW holds 202048 x (2 + 2 + 4) bytes at the optimizer
  * step. At the end of forward, weights and states (202048 x 6) plus, per token and block,
  * the block input (2 x 64) and without checkpointing gate and up (2 x 2 x 128). */
@@ -467,14 +502,17 @@ static void test_floor(void **state)
     (void)state;
     struct train_config c = base_config();
     enum mem_phase at;
-    assert_int_equal(memmodel_floor(&plan, &c, true, &at), 1616384);
+    assert_int_equal(memmodel_floor(&plan, &c, true, false, &at), 1616384);
     assert_int_equal(at, PHASE_OPTIMIZER);
     c.micro_batch = 64, c.seq_len = 128; /* 8192 tokens */
-    assert_int_equal(memmodel_floor(&plan, &c, true, &at), 1212288 + 8192 * 640 * 2);
+    assert_int_equal(memmodel_floor(&plan, &c, true, false, &at), 1212288 + 8192 * 640 * 2);
     assert_int_equal(at, PHASE_FORWARD);
     c.grad_ckpt = true;
-    assert_int_equal(memmodel_floor(&plan, &c, true, &at), 1212288 + 8192 * 128 * 2);
-    assert_int_equal(memmodel_floor(&plan, &c, false, &at), 1616384); /* length only a cap */
+    assert_int_equal(memmodel_floor(&plan, &c, true, false, &at), 1212288 + 8192 * 128 * 2);
+    assert_int_equal(memmodel_floor(&plan, &c, false, false, &at), 1616384); /* length only a cap */
+    /* a local peak before any gradient (Salisbury's C): weights and states only (202048 x 6) */
+    assert_int_equal(memmodel_floor(&plan, &c, false, true, &at), 1212288);
+    assert_int_equal(at, PHASE_FORWARD);
 }
 
 /* The floor is a lower bound of the model's own prediction, for every knob. */
@@ -500,7 +538,7 @@ static void test_floor_below_prediction(void **state)
                         struct mem_estimate e;
                         enum mem_phase at;
                         predict(&c, &e);
-                        assert_true(memmodel_floor(&plan, &c, true, &at) <= e.allocated);
+                        assert_true(memmodel_floor(&plan, &c, true, false, &at) <= e.allocated);
                     }
 }
 
@@ -605,12 +643,12 @@ static void test_sequence_parallel(void **state)
     assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 192000);
     struct train_config big = c;
     big.micro_batch = 64, big.seq_len = 128;
-    const uint64_t floor_tp = memmodel_floor(&plan, &big, true, &at);
+    const uint64_t floor_tp = memmodel_floor(&plan, &big, true, false, &at);
     c.features |= FEAT_SEQ_PARALLEL, big.features |= FEAT_SEQ_PARALLEL;
     predict(&c, &e);
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 7168);
     assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 96000);
-    assert_int_equal(floor_tp - memmodel_floor(&plan, &big, true, &at), 1048576);
+    assert_int_equal(floor_tp - memmodel_floor(&plan, &big, true, false, &at), 1048576);
     assert_int_equal(at, PHASE_FORWARD);
     assert_true(stack_features(STACK_TORCHTITAN) & FEAT_SEQ_PARALLEL);
     /* torchtitan's loss_parallel path on the vocab shard: 16 bytes per token and entry
@@ -833,6 +871,7 @@ int main(void)
         cmocka_unit_test(test_paged_states),
         cmocka_unit_test(test_sharding),
         cmocka_unit_test(test_fsdp_units),
+        cmocka_unit_test(test_fsdp1_root_grads),
         cmocka_unit_test(test_floor),
         cmocka_unit_test(test_floor_below_prediction),
         cmocka_unit_test(test_peak_is_max_phase),

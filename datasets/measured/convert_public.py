@@ -36,7 +36,7 @@ FEATURE_ORDER = [
     "chunked-ce", "untied-head", "opt-in-bwd", "act-offload", "cpu-offload", "compile",
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
     "fsdp", "deepspeed", "flash-attn", "full-init", "no-accum", "logits-kept", "empty-cache",
-    "outputs-kept",
+    "outputs-kept", "fsdp1",
 ]
 
 # Out of scope: not decoder-only causal LMs.
@@ -399,6 +399,11 @@ def source_features(letter, row, rid):
         # the recipes @0217d44c (and PR #961's) keep `logits` (the fp32 contiguous slice) alive
         # through loss.backward(); later recipes `del logits` first
         feats.append("logits-kept")
+        if row["method"].startswith("FSDP"):
+            # the distributed recipes @0217d44c wrap the model in FSDP1
+            # (torch.distributed.fsdp.FullyShardedDataParallel, full_finetune_distributed.py
+            # L293, lora_finetune_distributed.py), not the FSDP2 of later torchtune
+            feats.append("fsdp1")
     if letter == "E":
         feats += ["packed", "compile"]
         if rid != "TTS-08":          # 405B_qlora uses torch.nn.CrossEntropyLoss at 30b8519e

@@ -20,6 +20,12 @@ const char *measured_cell(const struct csv_table *t, size_t r, const char *col)
     return c >= 0 ? t->cells[r][c] : "";
 }
 
+bool measured_row_before_grads(const struct csv_table *t, size_t r)
+{
+    const char *pt = measured_cell(t, r, "peak_type");
+    return pt[0] && !pt[1] && strchr("BCD", pt[0]) != NULL;
+}
+
 /* The `features` column (datasets/measured/README.md): stack behaviours the row adds (or,
  * like no-accum, removes from the stack's defaults).
  * Returns NULL, or why the model cannot represent the row. Flags that only describe the
@@ -34,6 +40,9 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"chunked-ce", FEAT_CHUNKED_CE, 0, NULL},  {"untied-head", FEAT_UNTIED_HEAD, 0, NULL},
         {"opt-in-bwd", FEAT_OPT_IN_BWD, 0, NULL},  {"paged", FEAT_PAGED_OPT, 0, NULL},
         {"fsdp", FEAT_FSDP, 0, NULL},              {"full-init", FEAT_FULL_INIT, 0, NULL},
+        /* FSDP1 (FullyShardedDataParallel, flat parameters) under a stack whose default is
+         * FSDP2, e.g. torchtune's recipes before they moved to fully_shard */
+        {"fsdp1", FEAT_FSDP_FLAT, 0, NULL},
         {"fused", FEAT_FUSED_OPT, 0, NULL},        {"grad-accum", FEAT_GRAD_ACCUM, 0, NULL},
         {"no-accum", 0, FEAT_GRAD_ACCUM, NULL},    {"compile", FEAT_COMPILE, 0, NULL},
         {"logits-kept", FEAT_LOGITS_KEPT, 0, NULL},

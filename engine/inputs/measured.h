@@ -4,6 +4,7 @@
 #ifndef LLMEM_MEASURED_H
 #define LLMEM_MEASURED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "catalog.h"
@@ -23,6 +24,11 @@ const char *measured_cell(const struct csv_table *t, size_t r, const char *col);
 int measured_row_config(const struct csv_table *t, size_t r,
                         int (*parse_targets)(const char *, uint32_t *), struct train_config *c,
                         char *why, size_t n, struct input_error *e);
+
+/* Whether the row measures a local peak of the step before any gradient exists: the
+ * extension column peak_type (salisbury-table1.csv) names Salisbury's B (forward through
+ * the highest block), C or D (the spikes after the forward pass). */
+bool measured_row_before_grads(const struct csv_table *t, size_t r);
 
 /* The row's model: a catalog id, or a config.json path relative to the CSV. Returns 0; 1
  * when neither exists; -1 with e filled when the config.json is there but broken. */

@@ -40,6 +40,8 @@
                  "frees them between steps); DeepSpeed stage_1_and_2.py, Megatron main_grad"
 #define SRC_ACC_GRAD "torch FSDP no_sync: accumulates the full model's gradients until the sync"
 #define SRC_HEAD_GRAD "torch autograd: the lm_head's weight gradient, first of backward"
+#define SRC_ROOT_GRAD "torch FSDP1 _flat_param.py _use_unsharded_views: autograd-tracked split views of " \
+                      "the flat parameter; split's backward waits for the embedding's gradient"
 #define SRC_OPT_IN_BWD "torchtune optimizer-in-backward: each gradient stepped and freed when ready"
 #define SRC_STATE "torch/optim/adamw.py exp_avg + exp_avg_sq (bitsandbytes AdamW8bit: 1 byte " \
                   "each); DeepSpeed stage_1_and_2.py fp32 master partition; Megatron 12/d"
@@ -423,6 +425,7 @@ struct fixed {
     uint64_t grads, head_grad; /* head_grad: only the lm_head's gradient exists */
     bool grads_whole;          /* FSDP no_sync: the whole model's gradients */
     uint64_t opt, tmp;
+    uint64_t root_hold, root_end; /* FSDP1's root gradient (memmodel.c root_grads) */
     uint64_t amp, amp_one_block, dequant, dequant_head;
     uint64_t gather, bucket;
     bool gather_bwd;
@@ -462,9 +465,10 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
         f->grads = acc;
         break;
     case PHASE_BWD_LAST:
-        if (acc)
+        if (acc) {
             f->grads = acc;
-        else if (c->finetune == FT_FULL) {
+            f->root_hold = r->root_hold;
+        } else if (c->finetune == FT_FULL) {
             const uint64_t gb = train_master_in_optimizer(c) ? (c->precision == PREC_FP32 ? 4 : 2)
                                                              : memmodel_trained_bytes(c);
             const struct model_plan *p = x->p;
@@ -472,8 +476,12 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
         }
         break;
     case PHASE_BWD_FIRST:
+    case PHASE_BWD_END:
         f->grads = acc > r->g ? acc : r->g;
         f->grads_whole = f->grads_whole && acc > r->g;
+        f->root_hold = ph == PHASE_BWD_FIRST ? r->root_hold : 0;
+        f->root_end = ph == PHASE_BWD_END ? r->root_end : 0;
+        f->gather = ph == PHASE_BWD_END ? r->root_gather : f->gather;
         break;
     case PHASE_OPTIMIZER:
         f->grads = r->g;
@@ -484,6 +492,8 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
     }
     const uint64_t amp_fwd = c->grad_ckpt ? r->amp_one : r->amp_all;
     const bool one = ph == PHASE_BWD_FIRST || (c->grad_ckpt && ph != PHASE_OPTIMIZER && ph != PHASE_EVAL);
+    if (ph == PHASE_BWD_END) /* memmodel.c fixed_phases: nothing per block is left */
+        return;
     if (ph != PHASE_OPTIMIZER && ph != PHASE_EVAL) {
         f->amp = one ? 0 : amp_fwd;
         f->amp_one_block = one ? r->amp_one : 0;
@@ -526,6 +536,11 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
     if (r)
         snprintf(r->shape, sizeof r->shape, "%" PRId64 " x %" PRId64, x->p->spec.vocab,
                  x->p->spec.emb_dim ? x->p->spec.emb_dim : x->p->spec.hidden);
+    const char *gdt = dtype_of(c->precision == PREC_FP32 ? 4 : 2, c->precision);
+    row_bytes(b, TERM_GRADS, "lm_head weight gradient held for the root's split", gdt, f->root_hold,
+              SRC_ROOT_GRAD);
+    row_bytes(b, TERM_GRADS, "root unit's gradient pieces + their concatenation", gdt, f->root_end,
+              SRC_ROOT_GRAD);
     trained_rows(b, TERM_OPTIMIZER, x->t, x->nt, x->trained_elems, f->opt,
                  x->r.ds ? "fp32 master + states" : "optimizer states", "-", SRC_STATE);
     if (c->precision == PREC_FP8) { /* memmodel.c fp8_weight_copies */

@@ -17,7 +17,7 @@ static const char *const term_names[TERM_COUNT] = {
 };
 static const char *const phase_names[PHASE_COUNT] = {
     "forward", "lm_head+loss", "backward last layer", "backward first layer", "optimizer step",
-    "eval logits",
+    "eval logits", "backward end",
 };
 
 const char *mem_term_name(enum mem_term t) { return (unsigned)t < TERM_COUNT ? term_names[t] : "?"; }
@@ -52,6 +52,9 @@ struct resident {
     uint64_t paged;           /* optimizer states bitsandbytes keeps in managed memory */
     uint64_t acc;             /* gradients accumulated unsharded over a pipelined step */
     uint64_t host;            /* bytes of this GPU's share kept in host memory (offload) */
+    uint64_t root_hold;       /* FSDP1: the lm_head's gradient piece, held through backward */
+    uint64_t root_end;        /* FSDP1: the root's gradient pieces + their concatenation */
+    uint64_t root_gather;     /* the gathered root unit (embedding, lm_head, final norm) */
 };
 
 static bool mixed(const struct train_config *c)
@@ -148,6 +151,36 @@ static double frozen_bytes(const struct model_plan *p, const struct train_config
  * LLMem observes for Gemini (5.2). */
 static double gathered_block_bytes(const struct model_plan *p, const struct train_config *c,
                                    double layer, double gb);
+
+/* FSDP1's flat parameters (FEAT_FSDP_FLAT) and the root unit's gradient in full training.
+ * In forward FSDP1 hands each module views of the unsharded FlatParameter that autograd
+ * tracks ("We use `Tensor` views in the forward so that they are tracked by autograd",
+ * FlatParamHandle._use_unsharded_flat_param -> _use_unsharded_views(as_params=False):
+ * torch.split of the flat parameter, then .view per original parameter; pytorch
+ * torch/distributed/fsdp/_flat_param.py at 01caf79e, as in torch 2.2/2.3), and its
+ * post-backward hook sits on the FlatParameter's AccumulateGrad. So a unit's gradient
+ * reaches the FlatParameter only when SplitWithSizesBackward has every view's gradient:
+ * for the root unit (token embedding, lm_head, final norm) the lm_head weight's gradient,
+ * made first in backward, waits in the autograd engine's input buffer until the embedding's,
+ * made last; then split's backward concatenates them into a new flat gradient beside the
+ * pieces, before AccumulateGrad adds it to .grad (no_sync) or FSDP reduce-scatters it.
+ * A tied weight is one view: its gradient is held and the embedding's added to it. Blocks
+ * do the same within their own backward (the block gradient gather_bwd counts). FSDP2
+ * (fully_shard: per-parameter DTensors) has no flat parameter. */
+static void root_grads(const struct model_plan *p, const struct train_config *c,
+                       struct resident *r, double root, double gb)
+{
+    const bool flat = (c->features & FEAT_FSDP_FLAT) && c->finetune == FT_FULL && c->dp > 1 &&
+                      (c->method == METHOD_ADP || c->method == METHOD_DPTP);
+    if (!flat)
+        return;
+    const double embed = (double)p->embed_p / (double)c->tp;
+    const double head = root > embed ? root - embed : embed; /* the tied weight: one view */
+    r->root_hold = (uint64_t)(head * gb);
+    r->root_end = (uint64_t)((head + embed + root) * gb); /* the pieces + their cat */
+    r->root_gather = (uint64_t)(root * gb);
+}
+
 static void zero3_gather(const struct model_plan *p, const struct train_config *c,
                          struct resident *r, double layer, double root)
 {
@@ -159,6 +192,7 @@ static void zero3_gather(const struct model_plan *p, const struct train_config *
         return;
     }
     const double unit = gathered_block_bytes(p, c, layer, (double)gb);
+    root_grads(p, c, r, root, (double)gb);
     r->gather_fwd = (uint64_t)(root * (double)gb + unit);
     r->gather_bwd = (uint64_t)(root * (double)gb + 2 * unit) +
                     (uint64_t)((c->finetune == FT_FULL ? layer : r->trained / (double)p->spec.layers) * wt);
@@ -343,8 +377,10 @@ static void resident_terms(const struct model_plan *p, const struct train_config
     r->g = (uint64_t)(r->trained * (double)wt / dpdiv);
     r->o = (uint64_t)(r->trained * (double)sb / dpdiv);
     /* torch AdamW (foreach) builds one sqrt(exp_avg_sq) temporary per parameter group;
-     * the fused kernel updates in place */
-    r->tmp = c->optimizer == OPT_ADAMW && !(c->features & FEAT_FUSED_OPT)
+     * the fused kernel updates in place, and so does bitsandbytes' (paged) AdamW:
+     * Optimizer2State.update_step calls F.optimizer_update_32bit, one CUDA kernel over
+     * p, grad, state1 and state2 (bitsandbytes 0.43.1 @4a6fb352 optim/optimizer.py:496) */
+    r->tmp = c->optimizer == OPT_ADAMW && !(c->features & (FEAT_FUSED_OPT | FEAT_PAGED_OPT))
                  ? (uint64_t)(r->trained * (double)wt / dpdiv) : 0;
     if (c->features & FEAT_PAGED_OPT) {
         /* paged optimizers allocate their states with cudaMallocManaged: the caching
@@ -526,11 +562,18 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
         head_grad = acc_grad;
     set_phase(mp, PHASE_FORWARD, r.w, acc_grad, r.o, amp_fwd + r.dequant, r.gather_fwd + r.bucket);
     set_phase(mp, PHASE_LOSS, r.w, acc_grad, r.o, amp_fwd + r.dequant_head, r.gather_fwd + r.bucket);
-    set_phase(mp, PHASE_BWD_LAST, r.w, head_grad, r.o, amp_fwd + r.dequant, r.gather_bwd + r.bucket);
-    set_phase(mp, PHASE_BWD_FIRST, r.w, bwd_grad, r.o, r.amp_one + r.dequant, r.gather_bwd + r.bucket);
+    /* FSDP1 (root_grads): the lm_head's gradient piece is held through backward, beside the
+     * accumulated gradients (without accumulation it is head_grad itself at the last block) */
+    const uint64_t last_grad = acc_grad ? acc_grad + r.root_hold : head_grad;
+    set_phase(mp, PHASE_BWD_LAST, r.w, last_grad, r.o, amp_fwd + r.dequant, r.gather_bwd + r.bucket);
+    set_phase(mp, PHASE_BWD_FIRST, r.w, bwd_grad + r.root_hold, r.o, r.amp_one + r.dequant,
+              r.gather_bwd + r.bucket);
     set_phase(mp, PHASE_OPTIMIZER, r.w, r.g, r.o + r.tmp, 0, r.bucket);
     if (c->features & FEAT_EVAL_LOGITS)
         set_phase(mp, PHASE_EVAL, r.w, 0, r.o, r.dequant + r.dequant_head, r.gather_fwd + r.bucket);
+    /* after the first block: the root unit gathered, its gradient pieces and their cat */
+    if (r.root_end)
+        set_phase(mp, PHASE_BWD_END, r.w, bwd_grad + r.root_end, r.o, 0, r.root_gather + r.bucket);
 }
 
 void memmodel_resident(const struct model_plan *p, const struct train_config *c, enum mem_stage stage,
@@ -546,6 +589,7 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
         .amp_all = r.amp_all, .amp_one = r.amp_one, .dequant = r.dequant,
         .dequant_head = r.dequant_head, .gather_fwd = r.gather_fwd, .gather_bwd = r.gather_bwd,
         .bucket = r.bucket, .paged = r.paged, .host = r.host, .acc = r.acc,
+        .root_hold = r.root_hold, .root_end = r.root_end, .root_gather = r.root_gather,
     };
     shard_kind(c, &out->zero3, &out->ds);
 }
@@ -1280,7 +1324,7 @@ uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
  * backward reads (gate and up of a gated MLP, as even a fused SwiGLU keeps, or fc1's
  * output). Stack-specific and inferred terms are left out on purpose. */
 uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c,
-                        bool exact_seq, enum mem_phase *at)
+                        bool exact_seq, bool before_grads, enum mem_phase *at)
 {
     struct resident r, all;
     resident_terms(p, c, &all);
@@ -1302,8 +1346,8 @@ uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c
                    (uint64_t)c->tp;
         fwd = bytes_add(fwd, bytes_mul(t, bytes_mul(tok, blocks)));
     }
-    *at = fwd > step ? PHASE_FORWARD : PHASE_OPTIMIZER;
-    return fwd > step ? fwd : step;
+    *at = fwd > step || before_grads ? PHASE_FORWARD : PHASE_OPTIMIZER;
+    return *at == PHASE_FORWARD ? fwd : step;
 }
 
 void memmodel_predict(const struct model_plan *p, const struct train_config *c,

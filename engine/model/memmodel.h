@@ -39,6 +39,7 @@ enum mem_phase {
     PHASE_BWD_FIRST, /* backward through the first block */
     PHASE_OPTIMIZER, /* optimizer step (first step allocates the states) */
     PHASE_EVAL,      /* evaluation pass with full logits (stacks that run one) */
+    PHASE_BWD_END,   /* end of backward: FSDP1's root unit assembles its gradient */
     PHASE_COUNT
 };
 
@@ -136,6 +137,7 @@ struct mem_resident {
     uint64_t gather_fwd, gather_bwd, bucket; /* gathered units, gradient buckets */
     uint64_t paged, host;     /* managed-memory optimizer states; host memory (offload) */
     uint64_t acc;             /* gradients accumulated unsharded over a pipelined step */
+    uint64_t root_hold, root_end, root_gather; /* FSDP1's root unit (memmodel.c root_grads) */
     bool zero3;               /* parameters, gradients and states sharded over dp */
     bool ds;                  /* the fp32 master copy lives in the optimizer */
 };
@@ -209,8 +211,11 @@ void memmodel_predict(const struct model_plan *p, const struct train_config *c,
  * states at the optimizer step, or the weights, states and the block activations backward
  * cannot do without at the end of forward (only with exact_seq: every sample had seq_len
  * tokens). Only terms that follow from the configuration itself, none of the stack- or
- * measurement-inferred ones; validate flags measurements below it. *at gets the phase. */
+ * measurement-inferred ones; validate flags measurements below it. *at gets the phase.
+ * before_grads: the measurement is a local peak of the step before any gradient exists
+ * (Salisbury's peak types B, C, D: up to the end of forward), so only the forward bound
+ * applies to it. */
 uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c,
-                        bool exact_seq, enum mem_phase *at);
+                        bool exact_seq, bool before_grads, enum mem_phase *at);
 
 #endif

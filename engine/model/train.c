@@ -55,18 +55,20 @@ int offload_parse(const char *s) { return parse_in(offload_names, OFFLOAD_COUNT,
 uint32_t stack_features(enum stack s)
 {
     switch (s) {
-    case STACK_HF:        /* HF Trainer + PEFT: adapters upcast to fp32, FSDP for sharding */
+    case STACK_HF:        /* HF Trainer + PEFT: adapters upcast to fp32, FSDP for sharding
+                             (accelerate's FullyShardedDataParallelPlugin: FSDP1) */
     case STACK_HF_446:    /* older transformers differ in the loss path only (losspath.c) */
     case STACK_HF_431:
-        return FEAT_ADAPTER_FP32 | FEAT_FSDP;
+        return FEAT_ADAPTER_FP32 | FEAT_FSDP | FEAT_FSDP_FLAT;
     case STACK_LITGPT:    /* chunked lm_head + CE, separate lm_head, full-logit validation,
                              lora_dropout 0.05 in every config_hub LoRA recipe, fused qkv;
                              bf16-mixed keeps every weight, frozen ones too, in fp32; every
                              recipe accumulates gradients (global_batch_size > micro);
                              BitsandbytesPrecision quantizes every Linear, lm_head too, from
                              an fp16 copy of the weight (memmodel.c resident_terms); a
-                             softcapped model's attention runs eagerly (memmodel_act_tok) */
-        return FEAT_CHUNKED_CE | FEAT_UNTIED_HEAD | FEAT_FSDP | FEAT_EVAL_LOGITS |
+                             softcapped model's attention runs eagerly (memmodel_act_tok);
+                             Lightning's FSDPStrategy wraps FSDP1 (flat parameters) */
+        return FEAT_CHUNKED_CE | FEAT_UNTIED_HEAD | FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_EVAL_LOGITS |
                FEAT_LORA_DROPOUT | FEAT_FUSED_QKV | FEAT_FP32_BASE | FEAT_GRAD_ACCUM |
                FEAT_QUANT_HEAD | FEAT_DEQUANT_CAST | FEAT_SOFTCAP_EAGER;
     case STACK_TORCHTUNE: /* FSDP2; recipes set AdamW(fused=True); QLoRA is torchao NF4;

@@ -85,6 +85,8 @@ enum feature {
                                      keep their kv_heads, GQA in the kernel */
     FEAT_FSDP_FP32_REDUCE = 1u << 29,/* FSDP reduce-scatters gradients in fp32 (MixedPrecision
                                         reduce_dtype=float32, composer's DEFAULT): speed only */
+    FEAT_FSDP_FLAT = 1u << 30,    /* FSDP1 (FullyShardedDataParallel): flat parameters whose
+                                     views autograd tracks (memmodel.c root_grads) */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */

@@ -55,7 +55,8 @@ static void predict_speed(struct model_plan *p, const struct train_config *c,
  * Returns NULL, or why the row cannot be predicted (written into why). */
 static const char *predict_bytes(struct model_plan *p, const struct train_config *c,
                                  const struct validate_opts *vo, const struct gpu_spec *g,
-                                 bool exact_seq, struct validate_row *out, char *why, size_t n)
+                                 bool exact_seq, bool before_grads, struct validate_row *out, char *why,
+                                 size_t n)
 {
     const char *bad = train_config_check(c, &p->spec);
     if (!bad)
@@ -91,7 +92,7 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     out->predicted_gib = bytes / (double)GIB;
     if (strcmp(out->metric, "reserved-delta") != 0) { /* allocated <= reserved <= device */
         enum mem_phase at;
-        out->floor_gib = (double)memmodel_floor(p, c, exact_seq, &at) / (double)GIB;
+        out->floor_gib = (double)memmodel_floor(p, c, exact_seq, before_grads, &at) / (double)GIB;
         out->floor_phase = at;
     }
     return NULL;
@@ -144,7 +145,7 @@ static int predict_row(const struct csv_table *t, size_t r, const struct validat
         const char *kind = measured_cell(t, r, "seq_kind");
         bool exact = !*kind || !strcmp(kind, "exact");
         skip = predict_bytes(&p, &c, vo, g ? g : catalog_find_gpu(vo->cat, CATALOG_DEFAULT_GPU), exact,
-                             out, why, sizeof why);
+                             measured_row_before_grads(t, r), out, why, sizeof why);
         plan_free(&p);
     }
     if (skip) { /* a reason may quote a cell */
