@@ -85,6 +85,9 @@ enum feature {
                                      keep their kv_heads, GQA in the kernel */
     FEAT_FSDP_FP32_REDUCE = 1u << 29,/* FSDP reduce-scatters gradients in fp32 (MixedPrecision
                                         reduce_dtype=float32, composer's DEFAULT): speed only */
+    FEAT_FSDP_END_UNITS = 1u << 30,/* torchtitan >= 83e69410: the embedding and [norm, output]
+                                      are FSDP units of their own, every block is resharded
+                                      after forward (memmodel.c zero3_gather) */
 };
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
