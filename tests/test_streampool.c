@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "allocsim.h"
 #include "memmodel.h"
 #include "plan.h"
 #include "streampool.h"
@@ -55,6 +56,55 @@ static void test_end_units(void **state)
     struct fsdp2_units u = {.first = 512 * MiB, .block = 200 * MiB, .last = 512 * MiB, .blocks = 4, .dp = 8,
                             .bwd_blocks = 4, .bwd_first = true};
     assert_int_equal(streampool_fsdp2_copy_in(&u), 1288 * MiB);
+}
+
+/* The whole sequence, every block in both directions, as streampool.c describes it. */
+static uint64_t full_replay(const struct fsdp2_units *u)
+{
+    allocsim_block blocks[64];
+    allocsim_state st;
+    const allocsim_config cfg = {0, 0, 0};
+    assert_int_equal(allocsim_init(&st, &cfg, blocks, 64), ALLOCSIM_OK);
+    uint32_t held = ALLOCSIM_NULL_HANDLE, in, out;
+    const uint32_t n = u->blocks + (u->first ? 1u : 0u) + (u->last ? 1u : 0u);
+    for (uint32_t i = 0; i < n + u->bwd_blocks + (u->bwd_first ? 1u : 0u); i++) {
+        uint64_t bytes = u->block;
+        if (i == 0 && u->first)
+            bytes = u->first;
+        else if (i == n - 1 && u->last)
+            bytes = u->last;
+        else if (i == n + u->bwd_blocks)
+            bytes = u->first;
+        assert_int_equal(allocsim_alloc(&st, bytes / u->dp, &in), ALLOCSIM_OK);
+        assert_int_equal(allocsim_alloc(&st, bytes, &out), ALLOCSIM_OK);
+        assert_int_equal(allocsim_free(&st, in), ALLOCSIM_OK);
+        assert_int_equal(allocsim_free(&st, held), ALLOCSIM_OK);
+        held = i + 1 < n ? out : ALLOCSIM_NULL_HANDLE;
+        if (i + 1 >= n)
+            assert_int_equal(allocsim_free(&st, out), ALLOCSIM_OK);
+    }
+    return allocsim_get_stats(&st)->reserved;
+}
+
+/* streampool.c replays at most 7 blocks forward and one backward: the same reserved bytes
+ * as the whole sequence, over unit sizes that are not multiples of the 2 MiB rounding,
+ * blocks larger and smaller than the ends, 1 to 40 blocks and three shard groups. */
+static void test_capped_replay(void **state)
+{
+    (void)state;
+    const uint64_t ends[] = {0, 150 * MiB + 4097, 1024 * MiB, 2004 * MiB + 12345};
+    const uint64_t units[] = {50 * MiB + 3, 436207616 + 777, 3 * 1024 * MiB};
+    const uint32_t dps[] = {2, 8, 128};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t z = 0; z < 4; z++)
+            for (size_t b = 0; b < 3; b++)
+                for (size_t d = 0; d < 3; d++)
+                    for (uint32_t n = 1; n <= 40; n++) {
+                        struct fsdp2_units u = {.first = ends[a], .last = ends[z], .block = units[b],
+                                                .blocks = n, .dp = dps[d], .bwd_blocks = n - (a != 3),
+                                                .bwd_first = z == 2 && ends[a]};
+                        assert_int_equal(streampool_fsdp2_copy_in(&u), full_replay(&u));
+                    }
 }
 
 /* A pipeline stage with no root parameters (a middle stage), dp 4: block 0's casts 26 MiB
@@ -105,6 +155,7 @@ int main(void)
         cmocka_unit_test(test_root_then_blocks),
         cmocka_unit_test(test_end_units),
         cmocka_unit_test(test_blocks_only),
+        cmocka_unit_test(test_capped_replay),
         cmocka_unit_test(test_memmodel_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
