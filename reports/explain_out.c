@@ -135,6 +135,9 @@ static void text_verdict(const struct explanation *x, FILE *f)
         fprintf(f, "\nloss path  %s: %.2f allocated, %.2f reserved, %.2f held at the peak "
                 "(bytes per token and vocab entry)", x->loss_path, x->loss_allocated, x->loss_reserved,
                 x->loss_needed);
+    if (x->side_pool)
+        fprintf(f, "\nside pool  %.3f GiB reserved by FSDP2's all-gather copy-in stream (in every phase's "
+                "reserved, not in allocated)", units_gib(x->side_pool));
     fprintf(f, "\nstep       %.4f s (compute %.4f, memory %.4f, communication %.4f", pt->speed.step_time_s,
             pt->speed.compute_s, pt->speed.memory_s, pt->speed.comm_s);
     if (pt->cfg.method == METHOD_PP)

@@ -43,7 +43,7 @@ OUT_HEADER = [
 # Canonical order of feature flags; those from selective-ac on make a row unrepresentable.
 FEATURE_ORDER = [
     "compile", "compiled-loss", "flash-attn", "adapter-bf16", "lora-dropout", "grad-accum", "fsdp",
-    "fp8-allgather", "fp8-rowwise",
+    "fsdp-end-units", "fp8-allgather", "fp8-rowwise",
     "selective-ac", "float8", "mxfp8", "rocm", "context-parallel", "pipeline-parallel",
 ]
 
@@ -201,6 +201,21 @@ TITAN_COMPILED_LOSS = {
     "0.0.2": False,
 }
 
+# torchtitan version -> whether apply_fsdp wraps the ends as their own FSDP units: from
+# 83e69410 (2025-07-28, "Improve reshard_after_forward logic", #1094) it calls fully_shard
+# on tok_embeddings, on each block and on [norm, output] (resharded after forward: the
+# embedding and every block; norm and output not), then on the model with no parameters
+# left; before, the model's root unit held the embedding, norm and output and the last
+# block was not resharded after forward. Checked with `git merge-base --is-ancestor
+# 83e69410 <commit>`; 0.0.2 (torch 2.7.0a0 rows) predates it.
+TITAN_END_UNITS = {
+    "9dec370ad26b5f8e9a7333a0e36165018262644b": False,
+    "e7c0cae934df78d6e9c2835f42ff1f757dc3fddc": False,
+    "6fc499f6f5b32151a799188be2208cfb09faed30": True,
+    "2c8b5947991239913d67e2f7d22a255c3e2a9694": True,
+    "0.0.2": False,
+}
+
 
 def titan_framework(text, rid):
     """torchtitan rows: the framework text is already short; torch.compile is a feature,
@@ -211,6 +226,8 @@ def titan_framework(text, rid):
     feats = ["compile"] if "torch.compile" in parts else []
     if feats and lookup(TITAN_COMPILED_LOSS, parts[0].split()[1], rid, "torchtitan version"):
         feats.append("compiled-loss")
+    if lookup(TITAN_END_UNITS, parts[0].split()[1], rid, "torchtitan version"):
+        feats.append("fsdp-end-units")
     return "; ".join(p for p in parts if p != "torch.compile"), feats
 
 

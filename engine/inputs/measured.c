@@ -49,6 +49,7 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"seq-parallel", FEAT_SEQ_PARALLEL, 0, NULL},
         {"outputs-kept", FEAT_OUTPUTS_KEPT, 0, NULL},
         {"compiled-loss", FEAT_COMPILED_LOSS, 0, NULL},
+        {"fsdp-end-units", FEAT_FSDP_END_UNITS, 0, NULL},
         {"empty-cache", FEAT_EMPTY_CACHE, 0, NULL},
         {"fsdp-fp32-reduce", FEAT_FSDP_FP32_REDUCE, 0, NULL},
         {"lora-dropout", FEAT_LORA_DROPOUT, 0, NULL},

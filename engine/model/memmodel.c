@@ -10,6 +10,7 @@
 #include "allocsim.h"
 #include "float8.h"
 #include "losspath.h"
+#include "streampool.h"
 #include "units.h"
 
 static const char *const term_names[TERM_COUNT] = {
@@ -181,6 +182,24 @@ static void root_grads(const struct model_plan *p, const struct train_config *c,
     r->root_gather = (uint64_t)(root * gb);
 }
 
+/* torchtitan from 83e69410 (2025-07-28, models/llama3/infra/parallelize.py apply_fsdp):
+ * fully_shard on tok_embeddings, on each block and on [norm, output], then on the model,
+ * which keeps no parameters of its own. The embedding and every block are resharded after
+ * forward, norm and output are not (reshard_after_forward_policy "default"), and each unit
+ * is resharded after its backward. So the forward's last block is gathered alone and the
+ * loss has norm and output alone (the one forward figure takes the larger); the last block's
+ * backward holds it and the prefetched block, the first block's it and the prefetched
+ * embedding (the one backward figure takes the larger), beside a block's gradient. */
+static void zero3_end_units(const struct model_plan *p, const struct train_config *c,
+                            struct resident *r, double unit, uint64_t unit_grad)
+{
+    const double gb = c->precision == PREC_FP32 ? 4.0 : 2.0, tp = (double)c->tp;
+    const double head = (double)(p->head_p ? p->head_p : p->embed_p) / tp * gb;
+    const double emb = (double)p->embed_p / tp * gb;
+    r->gather_fwd = (uint64_t)(head > unit ? head : unit);
+    r->gather_bwd = (uint64_t)(unit + (emb > unit ? emb : unit)) + unit_grad;
+}
+
 static void zero3_gather(const struct model_plan *p, const struct train_config *c,
                          struct resident *r, double layer, double root)
 {
@@ -193,9 +212,13 @@ static void zero3_gather(const struct model_plan *p, const struct train_config *
     }
     const double unit = gathered_block_bytes(p, c, layer, (double)gb);
     root_grads(p, c, r, root, (double)gb);
+    const uint64_t unit_grad = (uint64_t)((c->finetune == FT_FULL ? layer : r->trained / (double)p->spec.layers) * wt);
+    if (c->features & FEAT_FSDP_END_UNITS) {
+        zero3_end_units(p, c, r, unit, unit_grad);
+        return;
+    }
     r->gather_fwd = (uint64_t)(root * (double)gb + unit);
-    r->gather_bwd = (uint64_t)(root * (double)gb + 2 * unit) +
-                    (uint64_t)((c->finetune == FT_FULL ? layer : r->trained / (double)p->spec.layers) * wt);
+    r->gather_bwd = (uint64_t)(root * (double)gb + 2 * unit) + unit_grad;
 }
 
 /* The methods whose module lives in 16 bit with the fp32 master copy in the optimizer
@@ -574,6 +597,60 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     /* after the first block: the root unit gathered, its gradient pieces and their cat */
     if (r.root_end)
         set_phase(mp, PHASE_BWD_END, r.w, bwd_grad + r.root_end, r.o, 0, r.root_gather + r.bucket);
+}
+
+/* FSDP2's all-gather copy-in stream pool (streampool.h) on torchtitan's units. At 9dec370
+ * (parallelisms/parallelize_llama.py apply_fsdp) fully_shard goes on each block, then on
+ * the whole model, whose root unit holds the embedding, final norm and lm_head; the last
+ * block is not resharded after forward, so backward gathers the others again. From
+ * 83e69410 (FEAT_FSDP_END_UNITS, zero3_end_units) the embedding comes first and [norm,
+ * output] last as units of their own, every block and the embedding are gathered again in
+ * backward. Under pp no unit is resharded after forward, and a stage holds the ends it
+ * keeps (pipeline_llama.py _build_stage). The pool is reserved in every phase from the
+ * first forward on; the norms' few bytes are left out as zero3_gather leaves them. */
+static uint64_t side_pool_stage(const struct model_plan *p, const struct train_config *c,
+                                struct fsdp2_units u, bool has_emb, bool has_head)
+{
+    const double gb = c->precision == PREC_FP32 ? 4.0 : 2.0, tp = (double)c->tp;
+    const uint64_t emb = has_emb ? (uint64_t)((double)p->embed_p / tp * gb) : 0;
+    const uint64_t head = has_head ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / tp * gb) : 0;
+    const bool pp = c->method == METHOD_PP;
+    if (c->features & FEAT_FSDP_END_UNITS) {
+        u.first = emb, u.last = head;
+        u.bwd_blocks = pp ? 0 : u.blocks, u.bwd_first = !pp;
+    } else {
+        u.first = emb + head; /* the root unit */
+        u.bwd_blocks = pp ? 0 : u.blocks - 1;
+    }
+    return streampool_fsdp2_copy_in(&u);
+}
+
+static void fsdp2_side_pool(const struct model_plan *p, const struct train_config *c,
+                            struct mem_prepared *mp)
+{
+    bool zero3, ds;
+    shard_kind(c, &zero3, &ds);
+    const bool pp = c->method == METHOD_PP;
+    if (c->stack != STACK_TORCHTITAN || !zero3 || ds || c->dp < 2 || c->method == METHOD_OFFLOAD ||
+        (!pp && !(c->features & FEAT_FSDP)))
+        return;
+    const double layer = ((double)p->layer_p - (double)p->layer_expert_p * (1.0 - 1.0 / (double)train_ep(c))) /
+                         (double)c->tp;
+    const struct fsdp2_units u = {
+        .block = (uint64_t)gathered_block_bytes(p, c, layer, c->precision == PREC_FP32 ? 4.0 : 2.0),
+        .dp = (uint32_t)c->dp, .blocks = (uint32_t)(pp ? pp_stage_layers(p, c) : (int32_t)p->spec.layers),
+    };
+    const uint64_t first = side_pool_stage(p, c, u, true, !pp), last = pp ? side_pool_stage(p, c, u, false, true) : first;
+    /* the pipeline's phases: forward and the first block's backward are the first stage's,
+     * the loss and the last block's backward the last stage's (pp_phases) */
+    const uint64_t by_phase[PHASE_COUNT] = {
+        [PHASE_FORWARD] = first, [PHASE_BWD_FIRST] = first, [PHASE_LOSS] = last,
+        [PHASE_BWD_LAST] = last, [PHASE_OPTIMIZER] = first > last ? first : last, [PHASE_EVAL] = first,
+    };
+    mp->side_pool = first > last ? first : last;
+    for (int ph = 0; ph < PHASE_COUNT; ph++)
+        if (mp->phase_on[ph])
+            mp->fixed_r[ph] = bytes_add(mp->fixed_r[ph], by_phase[ph]);
 }
 
 void memmodel_resident(const struct model_plan *p, const struct train_config *c, enum mem_stage stage,
@@ -1053,6 +1130,7 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
         return;
     }
     fixed_phases(p, c, mp);
+    fsdp2_side_pool(p, c, mp);
     activation_coeffs(p, c, mp);
     logits_coeffs(p, c, mp);
     point_coeffs(mp);

@@ -65,6 +65,8 @@ struct mem_prepared {
     struct llmem_terms llmem;             /* static LLMem terms (paper and colossal) */
     uint64_t fixed[PHASE_COUNT][TERM_COUNT]; /* bytes per phase and term, allocated */
     uint64_t fixed_r[PHASE_COUNT];        /* the same phases rounded as the allocator does */
+    uint64_t side_pool;      /* reserved by FSDP2's all-gather copy-in stream (streampool.h),
+                                in fixed_r; the larger stage's under pp */
     bool phase_on[PHASE_COUNT];
     /* per-token coefficients of the batch-dependent terms (bytes) */
     uint64_t layer_tok;      /* one block's saved activations per token */

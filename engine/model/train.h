@@ -88,6 +88,10 @@ enum feature {
     FEAT_FSDP_FLAT = 1u << 30,    /* FSDP1 (FullyShardedDataParallel): flat parameters whose
                                      views autograd tracks (memmodel.c root_grads) */
 };
+/* ISO C enumerators stop at INT_MAX: the last bit of `features` is a macro */
+#define FEAT_FSDP_END_UNITS (1u << 31) /* torchtitan >= 83e69410: the embedding and [norm,
+                                          output] are FSDP units of their own, every block
+                                          is resharded after forward (memmodel.c zero3_gather) */
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))

@@ -49,8 +49,12 @@ int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
     targets_format(pt->cfg.lora_targets, x->targets, sizeof x->targets);
     x->moe = model_is_moe(&p->spec);
     x->active_params = plan_active_params(p);
-    if (!par->paper && pt->cfg.stack != STACK_COLOSSAL)
+    if (!par->paper && pt->cfg.stack != STACK_COLOSSAL) {
         loss_cost_of(x, &pt->cfg);
+        struct mem_prepared mp;
+        memmodel_prepare(p, &pt->cfg, &s->mem, &mp);
+        x->side_pool = mp.side_pool;
+    }
     if (par->detail)
         memdetail_build(p, &pt->cfg, &s->mem, &pt->mem, pt->mem.peak_phase, &x->detail);
     if (!pt->fits)

@@ -39,6 +39,8 @@ struct explanation {
     bool has_loss;                  /* the loss path's cost (not for the LLMem equations) */
     char loss_path[32];
     double loss_allocated, loss_reserved, loss_needed; /* bytes per token and vocab entry */
+    uint64_t side_pool;             /* reserved by FSDP2's all-gather copy-in stream (in the
+                                       phases' reserved; memmodel.h mem_prepared) */
     int nchanges;                   /* what to change when it does not fit */
     struct answer_change changes[ANSWER_SUGGEST_MAX];
     struct mem_detail detail;       /* the tensors behind each term; filled with par.detail */

@@ -1,0 +1,162 @@
+/* test_streampool.c: FSDP2's all-gather copy-in stream pool (engine/model/streampool.c) on
+ * hand-worked unit sequences, and its place in the memory model (torchtitan only). Sizes
+ * are multiples of 2 MiB above 10 MiB where they open a segment, so every new segment is
+ * exactly the request (CUDACachingAllocator get_allocation_size) and best fit is by size. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "allocsim.h"
+#include "memmodel.h"
+#include "plan.h"
+#include "streampool.h"
+#include "tiny_model.h"
+
+#define MiB (UINT64_C(1) << 20)
+
+/* No shard group, nothing gathered: no pool. */
+static void test_no_pool(void **state)
+{
+    (void)state;
+    struct fsdp2_units u = {.first = 1024 * MiB, .block = 200 * MiB, .blocks = 4, .dp = 1};
+    assert_int_equal(streampool_fsdp2_copy_in(&u), 0);
+    u = (struct fsdp2_units){.dp = 8};
+    assert_int_equal(streampool_fsdp2_copy_in(&u), 0);
+}
+
+/* torchtitan 9dec370 without pp, dp 8: root 1024 MiB, four blocks of 200 MiB.
+ * root: its casts 128 MiB (segment A), its output 1024 (B), casts freed (A free).
+ * block 0: casts 25 MiB split off A; output 200 while the root's is held: new segment C;
+ *   casts freed, then the root's output (B free).
+ * block 1: casts in A again (the smallest free block that fits); output 200 split off B
+ *   (C is held); block 0's output freed (C free).
+ * block 2: output 200 into C (exact fit beats B's remainder); block 3: into B; and so on.
+ * backward: blocks 2..0 gathered again one at a time: they fit. 128 + 1024 + 200 MiB. */
+static void test_root_then_blocks(void **state)
+{
+    (void)state;
+    struct fsdp2_units u = {.first = 1024 * MiB, .block = 200 * MiB, .blocks = 4, .dp = 8, .bwd_blocks = 3};
+    assert_int_equal(streampool_fsdp2_copy_in(&u), 1352 * MiB);
+    u.blocks = 32, u.bwd_blocks = 31; /* the two block segments alternate: more blocks add nothing */
+    assert_int_equal(streampool_fsdp2_copy_in(&u), 1352 * MiB);
+}
+
+/* torchtitan from 83e69410, dp 8: the embedding's unit 512 MiB first, four blocks of 200,
+ * [norm, output] 512 last; backward gathers the four blocks and the embedding again.
+ * embedding: casts 64 (A), output 512 (B). block 0: casts off A, output while the
+ * embedding's is held: C, 200; then B is free. Blocks 1..3 alternate in B (split) and C.
+ * [norm, output]: casts 64 fill A; its output finds block 3's 200 in B and C's 200 free:
+ * neither holds 512, so D, 512. Backward fits in these. 64 + 512 + 200 + 512 MiB. */
+static void test_end_units(void **state)
+{
+    (void)state;
+    struct fsdp2_units u = {.first = 512 * MiB, .block = 200 * MiB, .last = 512 * MiB, .blocks = 4, .dp = 8,
+                            .bwd_blocks = 4, .bwd_first = true};
+    assert_int_equal(streampool_fsdp2_copy_in(&u), 1288 * MiB);
+}
+
+/* The whole sequence, every block in both directions, as streampool.c describes it. */
+static uint64_t full_replay(const struct fsdp2_units *u)
+{
+    allocsim_block blocks[64];
+    allocsim_state st;
+    const allocsim_config cfg = {0, 0, 0};
+    assert_int_equal(allocsim_init(&st, &cfg, blocks, 64), ALLOCSIM_OK);
+    uint32_t held = ALLOCSIM_NULL_HANDLE, in, out;
+    const uint32_t n = u->blocks + (u->first ? 1u : 0u) + (u->last ? 1u : 0u);
+    for (uint32_t i = 0; i < n + u->bwd_blocks + (u->bwd_first ? 1u : 0u); i++) {
+        uint64_t bytes = u->block;
+        if (i == 0 && u->first)
+            bytes = u->first;
+        else if (i == n - 1 && u->last)
+            bytes = u->last;
+        else if (i == n + u->bwd_blocks)
+            bytes = u->first;
+        assert_int_equal(allocsim_alloc(&st, bytes / u->dp, &in), ALLOCSIM_OK);
+        assert_int_equal(allocsim_alloc(&st, bytes, &out), ALLOCSIM_OK);
+        assert_int_equal(allocsim_free(&st, in), ALLOCSIM_OK);
+        assert_int_equal(allocsim_free(&st, held), ALLOCSIM_OK);
+        held = i + 1 < n ? out : ALLOCSIM_NULL_HANDLE;
+        if (i + 1 >= n)
+            assert_int_equal(allocsim_free(&st, out), ALLOCSIM_OK);
+    }
+    return allocsim_get_stats(&st)->reserved;
+}
+
+/* streampool.c replays at most 7 blocks forward and one backward: the same reserved bytes
+ * as the whole sequence, over unit sizes that are not multiples of the 2 MiB rounding,
+ * blocks larger and smaller than the ends, 1 to 40 blocks and three shard groups. */
+static void test_capped_replay(void **state)
+{
+    (void)state;
+    const uint64_t ends[] = {0, 150 * MiB + 4097, 1024 * MiB, 2004 * MiB + 12345};
+    const uint64_t units[] = {50 * MiB + 3, 436207616 + 777, 3 * 1024 * MiB};
+    const uint32_t dps[] = {2, 8, 128};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t z = 0; z < 4; z++)
+            for (size_t b = 0; b < 3; b++)
+                for (size_t d = 0; d < 3; d++)
+                    for (uint32_t n = 1; n <= 40; n++) {
+                        struct fsdp2_units u = {.first = ends[a], .last = ends[z], .block = units[b],
+                                                .blocks = n, .dp = dps[d], .bwd_blocks = n - (a != 3),
+                                                .bwd_first = z == 2 && ends[a]};
+                        assert_int_equal(streampool_fsdp2_copy_in(&u), full_replay(&u));
+                    }
+}
+
+/* A pipeline stage with no root parameters (a middle stage), dp 4: block 0's casts 26 MiB
+ * (A) and output 104 (B); block 1's output is allocated while block 0's is held: C, 104;
+ * block 2's goes back to B. 26 + 104 + 104 MiB: two outputs live at once. One block: 130. */
+static void test_blocks_only(void **state)
+{
+    (void)state;
+    struct fsdp2_units u = {.block = 104 * MiB, .blocks = 3, .dp = 4};
+    assert_int_equal(streampool_fsdp2_copy_in(&u), 234 * MiB);
+    u.blocks = 1;
+    assert_int_equal(streampool_fsdp2_copy_in(&u), 130 * MiB);
+}
+
+/* In the memory model: the tiny model (root 2 x 64000 parameters, blocks of 36992) under
+ * torchtitan's FSDP2 on 2 GPUs gathers 256000 and 73984 bytes in bf16; every request is
+ * at most 1 MiB, so the small pool's one 2 MiB segment holds them all. It is reserved in
+ * every phase, allocated in none; stack hf (FSDP1 here) has no such pool. */
+static void test_memmodel_pool(void **state)
+{
+    (void)state;
+    struct model_plan plan;
+    assert_int_equal(tiny_model_plan(&plan), 0);
+    struct train_config c = {
+        .method = METHOD_ADP, .gpus = 2, .tp = 1, .dp = 2, .pp = 1, .microbatches = 1, .ep = 1,
+        .micro_batch = 2, .seq_len = 8, .precision = PREC_BF16, .finetune = FT_FULL,
+        .optimizer = OPT_ADAMW, .stack = STACK_TORCHTITAN,
+    };
+    c.features = stack_features(c.stack) | FEAT_FSDP;
+    struct mem_options o = {.paper = false, .base_bytes = 1 << 20};
+    struct mem_prepared mp;
+    memmodel_prepare(&plan, &c, &o, &mp);
+    assert_int_equal(mp.side_pool, 2 * MiB);
+    struct mem_prepared hf;
+    c.stack = STACK_HF;
+    memmodel_prepare(&plan, &c, &o, &hf);
+    assert_int_equal(hf.side_pool, 0);
+    for (int ph = 0; ph < PHASE_COUNT; ph++)
+        if (mp.phase_on[ph])
+            assert_true(mp.fixed_r[ph] >= 2 * MiB);
+    plan_free(&plan);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_pool),
+        cmocka_unit_test(test_root_then_blocks),
+        cmocka_unit_test(test_end_units),
+        cmocka_unit_test(test_blocks_only),
+        cmocka_unit_test(test_capped_replay),
+        cmocka_unit_test(test_memmodel_pool),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
