@@ -36,7 +36,7 @@ FEATURE_ORDER = [
     "chunked-ce", "untied-head", "opt-in-bwd", "act-offload", "cpu-offload", "compile",
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
     "fsdp", "deepspeed", "flash-attn", "full-init", "no-accum", "logits-kept", "empty-cache",
-    "outputs-kept",
+    "empty-cache-10", "outputs-kept",
 ]
 
 # Out of scope: not decoder-only causal LMs.
@@ -410,8 +410,11 @@ def source_features(letter, row, rid):
         # L296-298 @5fe7f8f8) or every 10th (PR #2894, 90d3fc05), and its batches come in
         # buckets of 20 sorted longest first, so a 10-step window starts at its longest
         # batch: no step finds segments cut by a shorter earlier one (the allocator replay
-        # of one length, README "The loss path and the caching allocator").
-        feats.append("empty-cache")
+        # of one length, README "The loss path and the caching allocator"). The runs at
+        # 51c2ff66 and a9994269 (2026) use ACCELERATOR_EMPTY_CACHE_SCHEDULE = 10: feature
+        # empty-cache-10, whose whole steps stepreplay.c replays over a 10-step window.
+        every_step = "f650b08abb011e4cf82b76faf33360d1a8a386f1" in row["source_url"]
+        feats.append("empty-cache" if every_step else "empty-cache-10")
         # the loop keeps `outputs = model(**batch, ...)` (16-bit logits and the KV cache of
         # use_cache=True) until the next step's forward rebinds it (run.py L213-215
         # @5fe7f8f8, the same in 8be1a16f and 51c2ff66)

@@ -83,6 +83,8 @@ enum feature {
                                      and cast to the compute dtype beside it */
     FEAT_FLASH_ATTN = 1u << 28,   /* the flash-attn package (HF flash_attention_2): K and V
                                      keep their kv_heads, GQA in the kernel */
+    FEAT_EMPTY_CACHE_10 = 1u << 30, /* ... every 10th step instead (PEFT MetaMathQA run.py
+                                       ACCELERATOR_EMPTY_CACHE_SCHEDULE from 90d3fc05) */
     FEAT_FSDP_FP32_REDUCE = 1u << 29,/* FSDP reduce-scatters gradients in fp32 (MixedPrecision
                                         reduce_dtype=float32, composer's DEFAULT): speed only */
 };

@@ -54,16 +54,18 @@ awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < 
 # 133 rows of then; issue 16 added the 14 float8 rows of public-2.csv (--precision fp8), the
 # TP and pipeline ones 10-26 % below; the loss_parallel path, the pipeline's kept outputs and
 # its receive buffers (third pass) left the grade A/B median at 5.1 (bound 5.2) and took those
-# rows from 15 to 14. README "Validation" lists the numbers behind the bounds.
-ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-5.7}
+# rows from 15 to 14. The whole-step allocator replay of PEFT MetaMathQA's 10-step
+# empty_cache windows (stepreplay.c) took PEFT-MM-01/05/06 out of them: 5.5 %, 4.4 %, 11.
+# README "Validation" lists the numbers behind the bounds.
+ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-5.5}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
   --measured "$PROJECT/datasets/measured/salisbury-table1.csv" \
   --measured "$PROJECT/datasets/measured/public-2.csv" --summary --fail-above "$ALL_BOUND" \
   > "$TMP/all.txt" || fail "median error over every measured row above $ALL_BOUND %"
 grep -Eq '^all +147 ' "$TMP/all.txt" || fail "147 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
 below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.txt")
-[ -n "$below" ] && [ "$below" -le 14 ] || fail "grade A/B rows more than 10 % below: $below (at most 14)"
-awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 5.1) bad = 1 } END { exit !(f && !bad) }' \
-  "$TMP/all.txt" || fail "grade A/B median above 5.1 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
+[ -n "$below" ] && [ "$below" -le 11 ] || fail "grade A/B rows more than 10 % below: $below (at most 11)"
+awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 4.4) bad = 1 } END { exit !(f && !bad) }' \
+  "$TMP/all.txt" || fail "grade A/B median above 4.4 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
 grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6 %: $(grep '^SWB ' "$TMP/all.txt")"
 finish
