@@ -42,7 +42,7 @@ enum {
 /* Global tensors: final norm, loss path, gradient flow, kept outputs (two generations). */
 enum {
     G_X0, G_FNF, G_FNB, G_FN, G_LG, G_UP, G_LSM, G_NLL, G_GLSM, G_GLG, G_GX, G_GA, G_GB,
-    G_GC, G_GD, G_GE, G_GF, G_EMB, NGLOB
+    G_GC, G_GD, G_GE, G_GF, G_LR, G_LX, G_EMB, NGLOB
 };
 
 struct tracer {
@@ -139,20 +139,36 @@ static void linear_fwd(const struct ctx *c, enum tensor_role r, int out, uint64_
     la(c, out, ew * w_out), lf(c, S_TMP3);                              /* .to(bf16) */
 }
 
-/* The backward of an adapter: lora_B's input gradient (fp32, r wide), lora_A's (fp32,
- * w_in wide, freed with its saved tensors) and its cast to the base dtype, which joins the
- * base Linear's input gradient. The adapters' weight gradients are counted outside the
- * replay (stepreplay_result.resident covers the base only). */
-static void lora_bwd(const struct ctx *c, enum tensor_role r, uint64_t w_in)
+/* The backward of an adapted Linear of role r, before the base matmul's: ToCopyBackward's
+ * fp32 copy of the output's gradient (4 w_out), the engine's cast of it for the bf16 base
+ * result (2 w_out, torch/csrc/autograd/engine.cpp validate_outputs: a gradient of another
+ * dtype than its input is cast), the scaling's product (4 w_out), lora_B's and lora_A's
+ * input gradients (fp32, r and w_in wide) with their saved tensors freed, and the cast of
+ * the latter to the base dtype (2 w_in). The base result's gradient (G_LR) and the adapter's
+ * input gradient (G_LX) stay for lora_bwd_post. The adapters' weight gradients are counted
+ * outside the replay (stepreplay_result.resident covers the base only). */
+static void lora_bwd_pre(const struct ctx *c, enum tensor_role r, uint64_t w_in, uint64_t w_out)
 {
     if (!adapted(c->sh, r))
         return;
     struct tracer *t = c->t;
     const int lx = S_LX + (r - ROLE_Q), lA = S_LA + (r - ROLE_Q);
-    const uint32_t gd = id_glob(t, G_GD);
-    ta(t, gd, c->tok * 4 * c->sh->lora_r), lf(c, lA);
-    ta(t, id_glob(t, G_GE), c->tok * 4 * w_in), tf(t, gd), lf(c, lx);
-    ta(t, gd, c->tok * c->sh->ew * w_in), tf(t, id_glob(t, G_GE)), tf(t, gd);
+    const uint32_t gd = id_glob(t, G_GD), ge = id_glob(t, G_GE);
+    const uint64_t n = c->tok, ew = c->sh->ew;
+    ta(t, gd, n * 4 * w_out), ta(t, id_glob(t, G_LR), n * ew * w_out);
+    ta(t, ge, n * 4 * w_out), tf(t, gd);                      /* * scaling */
+    ta(t, gd, n * 4 * c->sh->lora_r), tf(t, ge), lf(c, lA);   /* lora_B's input gradient */
+    ta(t, ge, n * 4 * w_in), tf(t, gd), lf(c, lx);            /* lora_A's */
+    ta(t, id_glob(t, G_LX), n * ew * w_in), tf(t, ge);        /* .to(bf16) */
+}
+
+/* After the base matmul's input gradient: the adapter's is summed into it in place, and
+ * the base result's gradient is no longer referenced. */
+static void lora_bwd_post(const struct ctx *c, enum tensor_role r)
+{
+    if (!adapted(c->sh, r))
+        return;
+    tf(c->t, id_glob(c->t, G_LX)), tf(c->t, id_glob(c->t, G_LR));
 }
 
 static void block_fwd(const struct ctx *c, uint32_t in_id)
@@ -231,17 +247,22 @@ static void block_bwd(const struct ctx *c, const size_t *pi)
     const uint64_t kvw = sh->kv_repeat ? hq : hkv;
     const uint32_t ga = id_glob(t, G_GA), gb = id_glob(t, G_GB), gc = id_glob(t, G_GC);
     /* MLP: down, the product, silu, up and gate */
-    ta(t, ga, c->tok * ew * i), wgrad(c, pi[ROLE_DOWN]), lora_bwd(c, ROLE_DOWN, i);
+    lora_bwd_pre(c, ROLE_DOWN, i, h);
+    ta(t, ga, c->tok * ew * i), wgrad(c, pi[ROLE_DOWN]), lora_bwd_post(c, ROLE_DOWN);
     if (sh->full)
         lf(c, S_PR);
     ta(t, gb, c->tok * ew * i), ta(t, gc, c->tok * ew * i), tf(t, ga), lf(c, S_ACT), lf(c, S_U);
     ta(t, ga, c->tok * ew * i), tf(t, gb), lf(c, S_G);
-    ta(t, gb, c->tok * ew * h), wgrad(c, pi[ROLE_UP]), lora_bwd(c, ROLE_UP, h), tf(t, gc);
-    ta(t, gc, c->tok * ew * h), wgrad(c, pi[ROLE_GATE]), lora_bwd(c, ROLE_GATE, h), tf(t, ga), tf(t, gc);
+    lora_bwd_pre(c, ROLE_UP, h, i);
+    ta(t, gb, c->tok * ew * h), wgrad(c, pi[ROLE_UP]), lora_bwd_post(c, ROLE_UP), tf(t, gc);
+    lora_bwd_pre(c, ROLE_GATE, h, i);
+    ta(t, gc, c->tok * ew * h), wgrad(c, pi[ROLE_GATE]), lora_bwd_post(c, ROLE_GATE);
+    tf(t, ga), tf(t, gc);
     tmove(t, ga, gb);
     norm_bwd(c, S_N2F, S_N2B, S_N2);
     /* attention: o_proj, SDPA, repeat_kv, RoPE, q/k/v */
-    ta(t, ga, c->tok * ew * hq), wgrad(c, pi[ROLE_O]), lora_bwd(c, ROLE_O, hq);
+    lora_bwd_pre(c, ROLE_O, hq, h);
+    ta(t, ga, c->tok * ew * hq), wgrad(c, pi[ROLE_O]), lora_bwd_post(c, ROLE_O);
     if (sh->full)
         lf(c, S_AOC);
     ta(t, gb, c->tok * ew * hq), tf(t, ga);
@@ -253,10 +274,13 @@ static void block_bwd(const struct ctx *c, const size_t *pi)
                       the cache holds its copies until the next step's forward returns */
         lf(c, S_KE), lf(c, S_V);
     ta(t, gb, c->tok * ew * hq), tf(t, ga); /* RoPE backward of q */
-    ta(t, ga, c->tok * ew * h), wgrad(c, pi[ROLE_Q]), lora_bwd(c, ROLE_Q, h), tf(t, gb);
+    lora_bwd_pre(c, ROLE_Q, h, hq);
+    ta(t, ga, c->tok * ew * h), wgrad(c, pi[ROLE_Q]), lora_bwd_post(c, ROLE_Q), tf(t, gb);
     ta(t, gb, c->tok * ew * hkv), tf(t, gc); /* RoPE backward of k (after the group sum) */
-    ta(t, gc, c->tok * ew * h), wgrad(c, pi[ROLE_K]), lora_bwd(c, ROLE_K, h), tf(t, gb), tf(t, gc);
-    ta(t, gc, c->tok * ew * h), wgrad(c, pi[ROLE_V]), lora_bwd(c, ROLE_V, h);
+    lora_bwd_pre(c, ROLE_K, h, hkv);
+    ta(t, gc, c->tok * ew * h), wgrad(c, pi[ROLE_K]), lora_bwd_post(c, ROLE_K), tf(t, gb), tf(t, gc);
+    lora_bwd_pre(c, ROLE_V, h, hkv);
+    ta(t, gc, c->tok * ew * h), wgrad(c, pi[ROLE_V]), lora_bwd_post(c, ROLE_V);
     tf(t, id_glob(t, G_GF)), tf(t, gc);
     norm_bwd(c, S_N1F, S_N1B, S_N1);
 }
