@@ -287,6 +287,22 @@ static double gathered_block_bytes(const struct model_plan *p, const struct trai
     return (layer - lin) * gb + lin;
 }
 
+/* DeepSpeed ZeRO-3's contiguous gradient bucket: DeepSpeedZeroOptimizer_Stage3
+ * _setup_for_real_optimizer allocates `__ipg_bucket_flat_buffer = torch.empty(
+ * self.reduce_bucket_size, dtype=self.dtype)` when contiguous_gradients (the default) and
+ * keeps it for the run (deepspeed/runtime/zero/stage3.py @ea78ab68). An accelerate config
+ * without a DeepSpeed JSON builds zero_optimization with stage, offload devices and
+ * stage3_gather_16bit_weights_on_model_save only (accelerate utils/dataclasses.py
+ * DeepSpeedPlugin.__post_init__), and accelerate's and the Trainer's hidden-size fill-ins
+ * replace only "auto" values, so reduce_bucket_size keeps DeepSpeed's default, 5e8 elements
+ * (deepspeed/runtime/zero/config.py DeepSpeedZeroConfig @1b88ac36), in the 16-bit module
+ * dtype: 1 GB a GPU. */
+#define DS_DEFAULT_REDUCE_BUCKET 500000000.0
+static uint64_t ds_zero3_ipg_bytes(uint64_t module_bytes)
+{
+    return (uint64_t)(DS_DEFAULT_REDUCE_BUCKET * (double)module_bytes);
+}
+
 static void resident_terms(const struct model_plan *p, const struct train_config *c,
                            struct resident *r)
 {
@@ -376,6 +392,8 @@ static void resident_terms(const struct model_plan *p, const struct train_config
         fp8_weight_copies(p, c, r, ep_keep, tpdiv);
     if (c->method == METHOD_CDP) /* DDP gradient buckets: one more copy of the gradients */
         r->bucket = (uint64_t)(r->trained * (double)wt);
+    if (c->method == METHOD_ADP && (c->features & FEAT_DS_DEFAULT_BUCKETS))
+        r->bucket += ds_zero3_ipg_bytes(gb);
     if (zero3)
         zero3_gather(p, c, r, layer, root);
 }

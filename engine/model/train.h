@@ -89,6 +89,11 @@ enum feature {
                                         reduce_dtype=float32, composer's DEFAULT): speed only */
 };
 
+/* DeepSpeed ZeRO-3 configured by an accelerate config without a DeepSpeed JSON: DeepSpeed's
+ * default reduce_bucket_size (memmodel.c ds_zero3_ipg_bytes). Bit 31 lies beyond what an
+ * ISO C enumerator may hold, hence a macro. */
+#define FEAT_DS_DEFAULT_BUCKETS (1u << 31)
+
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))
 #define TARGETS_ATTN (TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_K) | TARGET_BIT(ROLE_V) | TARGET_BIT(ROLE_O))
