@@ -836,6 +836,24 @@ static void test_empty_cache_replay(void **state)
     plan_free(&medium);
 }
 
+/* DeepSpeed ZeRO-3 from an accelerate config (feature ds-default-buckets): the contiguous
+ * gradient bucket of DeepSpeed's default reduce_bucket_size, 5e8 elements in the 16-bit
+ * module dtype, 1e9 bytes, in every phase's communication buffers, whatever the model. */
+static void test_ds_default_bucket(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.method = METHOD_ADP, c.gpus = 2, c.dp = 2, c.precision = PREC_BF16;
+    c.finetune = FT_LORA, c.lora_r = 4, c.lora_targets = TARGETS_ALL;
+    struct mem_estimate plain, ds;
+    predict(&c, &plain);
+    c.features |= FEAT_DS_DEFAULT_BUCKETS;
+    predict(&c, &ds);
+    for (int ph = 0; ph < PHASE_OPTIMIZER + 1; ph++)
+        assert_int_equal(ds.phase[ph][TERM_COMM] - plain.phase[ph][TERM_COMM], UINT64_C(1000000000));
+    assert_int_equal(ds.allocated - plain.allocated, UINT64_C(1000000000));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -863,6 +881,7 @@ int main(void)
         cmocka_unit_test(test_pipeline_fsdp_stages),
         cmocka_unit_test(test_outputs_kept),
         cmocka_unit_test(test_empty_cache_replay),
+        cmocka_unit_test(test_ds_default_bucket),
         cmocka_unit_test(test_fp8_activations), cmocka_unit_test(test_fp8_allgather),
         cmocka_unit_test(test_fp8_selective),
     };
