@@ -399,7 +399,10 @@ static int find_roles(const struct stepreplay_shape *sh, struct roles *r)
 /* PEFT MetaMathQA's BucketIterator (utils.py @51c2ff66): buckets of 20 batches
  * (BUCKET_FACTOR) in dataset order, each sorted longest first; empty_cache() every 10
  * steps starts each window at the first or the eleventh batch of a bucket. The windows that
- * set the 99th percentile are the first halves of buckets (longest batches). */
+ * set the 99th percentile of the after-step samples (about 5 of 5000 steps' 500 windows)
+ * are first halves of buckets whose longest sample lies nearest the cap (the largest of 80
+ * uniform samples exceeds 0.9997 cap in 2 % of buckets): their first batch is the cap, the
+ * later ones the bucket's expected order statistics. */
 #define BUCKET_BATCHES 20
 
 static void replay(struct tracer *t, const struct stepreplay_shape *sh, const struct roles *r,
@@ -412,7 +415,7 @@ static void replay(struct tracer *t, const struct stepreplay_shape *sh, const st
     const int windows = 2; /* the first fills the optimizer states; the second is measured */
     for (int w = 0; w < windows && !t->fail; w++) {
         for (int32_t j = 0; j < window && !t->fail; j++) {
-            const int32_t len = window > 1 ? stepreplay_batch_len(cap, batch, BUCKET_BATCHES, j) : cap;
+            const int32_t len = j > 0 ? stepreplay_batch_len(cap, batch, BUCKET_BATCHES, j) : cap;
             step(t, sh, r, (uint64_t)batch * (uint64_t)len, gen, have_prev, &have_states);
             have_prev = sh->kept;
             gen = !gen;

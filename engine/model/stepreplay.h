@@ -43,7 +43,7 @@ struct stepreplay_result {
 
 /* Replays windows of `window` steps (torch.cuda.empty_cache() after each window) of micro-
  * batch `batch` whose longest batch has `cap` tokens a sample, the later ones shorter as a
- * bucket sorted longest first gives them (stepreplay.c window_lengths), and reports the
+ * bucket sorted longest first gives them (stepreplay.c replay), and reports the
  * steady state's highest reserved after a step.
  * @return 0, or -1 when memory for the workspace runs out or the allocator model fails. */
 int stepreplay_run(const struct stepreplay_shape *sh, int32_t batch, int32_t cap, int32_t window,
