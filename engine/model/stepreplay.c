@@ -237,19 +237,18 @@ static void wgrad(const struct ctx *c, size_t pi)
     }
 }
 
-/* pi: the block's parameter index per role (struct roles). Saved Linear inputs exist only
- * under full fine-tuning (block_fwd freed them otherwise). */
-static void block_bwd(const struct ctx *c, const size_t *pi)
+/* The MLP's backward (down, the product, silu, up and gate) from the residual gradient;
+ * leaves the gradient of the second norm's output in G_GA. pi: the block's parameter index
+ * per role (struct roles). Saved Linear inputs exist only under full fine-tuning (block_fwd
+ * freed them otherwise). */
+static void mlp_bwd(const struct ctx *c, const size_t *pi)
 {
     struct tracer *t = c->t;
-    const struct stepreplay_shape *sh = c->sh;
-    const uint64_t ew = sh->ew, h = sh->h, hq = sh->hq, hkv = sh->hkv, i = sh->inter;
-    const uint64_t kvw = sh->kv_repeat ? hq : hkv;
+    const uint64_t ew = c->sh->ew, h = c->sh->h, i = c->sh->inter;
     const uint32_t ga = id_glob(t, G_GA), gb = id_glob(t, G_GB), gc = id_glob(t, G_GC);
-    /* MLP: down, the product, silu, up and gate */
     lora_bwd_pre(c, ROLE_DOWN, i, h);
     ta(t, ga, c->tok * ew * i), wgrad(c, pi[ROLE_DOWN]), lora_bwd_post(c, ROLE_DOWN);
-    if (sh->full)
+    if (c->sh->full)
         lf(c, S_PR);
     ta(t, gb, c->tok * ew * i), ta(t, gc, c->tok * ew * i), tf(t, ga), lf(c, S_ACT), lf(c, S_U);
     ta(t, ga, c->tok * ew * i), tf(t, gb), lf(c, S_G);
@@ -259,8 +258,17 @@ static void block_bwd(const struct ctx *c, const size_t *pi)
     ta(t, gc, c->tok * ew * h), wgrad(c, pi[ROLE_GATE]), lora_bwd_post(c, ROLE_GATE);
     tf(t, ga), tf(t, gc);
     tmove(t, ga, gb);
-    norm_bwd(c, S_N2F, S_N2B, S_N2);
-    /* attention: o_proj, SDPA, repeat_kv, RoPE, q/k/v */
+}
+
+/* The attention's backward (o_proj, SDPA, repeat_kv, RoPE, q/k/v); leaves the gradient of
+ * the first norm's output in G_GA. */
+static void attn_bwd(const struct ctx *c, const size_t *pi)
+{
+    struct tracer *t = c->t;
+    const struct stepreplay_shape *sh = c->sh;
+    const uint64_t ew = sh->ew, h = sh->h, hq = sh->hq, hkv = sh->hkv;
+    const uint64_t kvw = sh->kv_repeat ? hq : hkv;
+    const uint32_t ga = id_glob(t, G_GA), gb = id_glob(t, G_GB), gc = id_glob(t, G_GC);
     lora_bwd_pre(c, ROLE_O, hq, h);
     ta(t, ga, c->tok * ew * hq), wgrad(c, pi[ROLE_O]), lora_bwd_post(c, ROLE_O);
     if (sh->full)
@@ -282,6 +290,13 @@ static void block_bwd(const struct ctx *c, const size_t *pi)
     lora_bwd_pre(c, ROLE_V, h, hkv);
     ta(t, gc, c->tok * ew * h), wgrad(c, pi[ROLE_V]), lora_bwd_post(c, ROLE_V);
     tf(t, id_glob(t, G_GF)), tf(t, gc);
+}
+
+static void block_bwd(const struct ctx *c, const size_t *pi)
+{
+    mlp_bwd(c, pi);
+    norm_bwd(c, S_N2F, S_N2B, S_N2);
+    attn_bwd(c, pi);
     norm_bwd(c, S_N1F, S_N1B, S_N1);
 }
 
@@ -312,17 +327,22 @@ static void head(struct tracer *t, const struct stepreplay_shape *sh, uint64_t t
 }
 
 struct roles {
-    size_t embed, head, fnorm;
+    size_t embed, head;
     size_t *layer; /* layers x ROLE_COUNT parameter indices */
 };
 
-static void step(struct tracer *t, const struct stepreplay_shape *sh, const struct roles *r,
-                 uint64_t tok, int gen, bool have_prev, bool *have_states)
+/* optimizer.zero_grad() (set_to_none): every gradient of the last step dies. */
+static void zero_grad(struct tracer *t)
 {
-    const size_t np = t->np;
-    for (size_t i = 0; i < np; i++) /* optimizer.zero_grad(): set_to_none */
+    for (size_t i = 0; i < t->np; i++)
         if (t->has_grad[i])
             tf(t, id_param(t, 1, i)), t->has_grad[i] = 0;
+}
+
+/* The blocks' forward and the head; the kept outputs take the cache's K and V. */
+static void forward(struct tracer *t, const struct stepreplay_shape *sh, uint64_t tok, int gen,
+                    bool have_prev)
+{
     uint32_t x = id_glob(t, G_X0);
     ta(t, x, tok * sh->ew * sh->h);
     for (int32_t l = 0; l < sh->layers; l++) {
@@ -335,6 +355,13 @@ static void step(struct tracer *t, const struct stepreplay_shape *sh, const stru
         }
     }
     head(t, sh, tok, gen, have_prev, x);
+}
+
+/* From the lm_head's backward to the embedding's; the remaining parameters' gradients
+ * (embedding, norms, biases) last. */
+static void backward(struct tracer *t, const struct stepreplay_shape *sh, const struct roles *r,
+                     uint64_t tok)
+{
     const struct ctx c0 = {t, sh, tok, 0};
     wgrad(&c0, r->head); /* lm_head's weight gradient (the embedding's when tied) */
     tf(t, id_glob(t, G_GLG));
@@ -350,17 +377,33 @@ static void step(struct tracer *t, const struct stepreplay_shape *sh, const stru
         ta(t, id_glob(t, G_EMB), (uint64_t)tensor_numel(&sh->params->t[r->embed]) * sh->ew);
         tf(t, id_glob(t, G_EMB));
     }
-    for (size_t i = 0; i < np; i++) /* the rest: the embedding's, norms', biases' */
+    for (size_t i = 0; i < t->np; i++)
         wgrad(&c0, i);
-    for (size_t i = 0; i < np && !*have_states; i++) {
+}
+
+/* AdamW (foreach): the states at the first step, then one sqrt(exp_avg_sq) a parameter,
+ * all allocated before any is freed. */
+static void optimizer_step(struct tracer *t, const struct stepreplay_shape *sh, bool *have_states)
+{
+    for (size_t i = 0; i < t->np && !*have_states; i++) {
         const uint64_t b = (uint64_t)tensor_numel(&sh->params->t[i]) * sh->ew;
         ta(t, id_param(t, 2, i), b), ta(t, id_param(t, 3, i), b);
     }
     *have_states = true;
-    for (size_t i = 0; i < np; i++)
+    for (size_t i = 0; i < t->np; i++)
         ta(t, id_param(t, 4, i), (uint64_t)tensor_numel(&sh->params->t[i]) * sh->ew);
-    for (size_t i = 0; i < np; i++)
+    for (size_t i = 0; i < t->np; i++)
         tf(t, id_param(t, 4, i));
+}
+
+static void step(struct tracer *t, const struct stepreplay_shape *sh, const struct roles *r,
+                 uint64_t tok, int gen, bool have_prev, bool *have_states)
+{
+    zero_grad(t);
+    forward(t, sh, tok, gen, have_prev);
+    backward(t, sh, r, tok);
+    if (sh->full) /* LoRA's adapters and their states live outside the replay */
+        optimizer_step(t, sh, have_states);
 }
 
 int32_t stepreplay_batch_len(int32_t cap, int32_t batch, int32_t bucket_batches, int32_t j)
