@@ -17,6 +17,7 @@
 
 #include "memmodel.h"
 #include "plan.h"
+#include "stepreplay.h"
 #include "tiny_model.h"
 #include "units.h"
 
@@ -164,7 +165,7 @@ static void test_softcap_attention(void **state)
     assert_true(memmodel_eager_attn(&cap.spec, &c));
     assert_false(memmodel_eager_attn(&plan.spec, &c));
     memmodel_predict(&plan, &c, &o, &plain);
-    c.features &= ~(uint32_t)FEAT_SOFTCAP_EAGER;
+    c.features &= ~FEAT_SOFTCAP_EAGER;
     memmodel_predict(&cap, &c, &o, &lit_off);
     assert_int_equal(lit.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
                          lit_off.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 1536 + 2048);
@@ -201,7 +202,7 @@ static void test_dequant_cast(void **state)
     assert_int_equal(r.dequant_head, 256000);
     struct mem_estimate with, without;
     predict(&c, &with);
-    c.features &= ~(uint32_t)FEAT_DEQUANT_CAST;
+    c.features &= ~FEAT_DEQUANT_CAST;
     memmodel_resident(&plan, &c, MEM_STAGE_ALL, &r);
     assert_int_equal(r.dequant, 16384);
     assert_int_equal(r.dequant_head, 128000);
@@ -855,6 +856,75 @@ static void test_peak_paths(void **state)
     assert_true(plain && saturated);
 }
 
+/* A loop that empties the cache every 10 steps (feature empty-cache-10, PEFT MetaMathQA):
+ * reserved is the whole-step replay's (stepreplay.c) when it exceeds the phases' rounded
+ * sums; full bf16-pure AdamW keeps nothing the replay leaves out (its weights, gradients
+ * and states are the replay's resident bytes; no cuBLAS workspace in these options), so
+ * reserved is the larger of the two, and here the replay leads: on the tiny model the
+ * small pool's 2 MiB segments stay split between steps, on a model of hidden 1024 (MLP
+ * 4096, vocabulary 32000, 4 blocks, 4 x 512 tokens) the activations' segments cannot hold
+ * the gradients and sqrt temporaries. Allocated and device do not change. */
+static void check_replay(const struct model_plan *pl, struct train_config c, bool replay_leads)
+{
+    struct mem_options o = {.paper = false, .base_bytes = 1 << 20};
+    struct mem_estimate plain, replayed;
+    c.data = DATA_PACKED; /* what empty-cache makes of the loss path's data (losspath.c) */
+    memmodel_predict(pl, &c, &o, &plain);
+    c.features |= FEAT_EMPTY_CACHE | FEAT_EMPTY_CACHE_10;
+    memmodel_predict(pl, &c, &o, &replayed);
+    const struct model_spec *m = &pl->spec;
+    const struct stepreplay_shape sh = {
+        .params = &pl->tensors, .h = (uint64_t)m->hidden, .hq = (uint64_t)(m->heads * m->head_dim),
+        .hkv = (uint64_t)(m->kv_heads * m->head_dim), .inter = (uint64_t)m->intermediate,
+        .vocab = (uint64_t)m->vocab, .heads = (uint64_t)m->heads, .layers = (int32_t)m->layers,
+        .ew = 2, .full = true, .kv_repeat = false, /* packed: no padding mask, no repeat */
+        .kept = false,
+    };
+    struct stepreplay_result r;
+    assert_int_equal(stepreplay_run(&sh, c.micro_batch, c.seq_len, 10, &r), 0);
+    assert_int_equal(r.reserved > plain.reserved, replay_leads);
+    assert_int_equal(replayed.reserved, r.reserved > plain.reserved ? r.reserved : plain.reserved);
+    assert_int_equal(replayed.allocated, plain.allocated);
+    assert_int_equal(replayed.device, plain.device);
+}
+
+static void test_empty_cache_replay(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.micro_batch = 4, c.seq_len = 32;
+    check_replay(&plan, c, true);
+    struct model_spec m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "medium");
+    model_family_defaults("llama", &m);
+    m.layers = 4, m.hidden = 1024, m.heads = 8, m.kv_heads = 2, m.head_dim = 128;
+    m.intermediate = 4096, m.vocab = 32000, m.max_pos = 4096;
+    struct model_plan medium;
+    assert_int_equal(plan_init(&medium, &m), 0);
+    c.seq_len = 512;
+    check_replay(&medium, c, true);
+    plan_free(&medium);
+}
+
+/* DeepSpeed ZeRO-3 from an accelerate config (feature ds-default-buckets): the contiguous
+ * gradient bucket of DeepSpeed's default reduce_bucket_size, 5e8 elements in the 16-bit
+ * module dtype, 1e9 bytes, in every phase's communication buffers, whatever the model. */
+static void test_ds_default_bucket(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.method = METHOD_ADP, c.gpus = 2, c.dp = 2, c.precision = PREC_BF16;
+    c.finetune = FT_LORA, c.lora_r = 4, c.lora_targets = TARGETS_ALL;
+    struct mem_estimate plain, ds;
+    predict(&c, &plain);
+    c.features |= FEAT_DS_DEFAULT_BUCKETS;
+    predict(&c, &ds);
+    for (int ph = 0; ph < PHASE_OPTIMIZER + 1; ph++)
+        assert_int_equal(ds.phase[ph][TERM_COMM] - plain.phase[ph][TERM_COMM], UINT64_C(1000000000));
+    assert_int_equal(ds.allocated - plain.allocated, UINT64_C(1000000000));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -882,6 +952,8 @@ int main(void)
         cmocka_unit_test(test_sequence_parallel),
         cmocka_unit_test(test_pipeline_fsdp_stages),
         cmocka_unit_test(test_outputs_kept),
+        cmocka_unit_test(test_empty_cache_replay),
+        cmocka_unit_test(test_ds_default_bucket),
         cmocka_unit_test(test_fp8_activations), cmocka_unit_test(test_fp8_allgather),
         cmocka_unit_test(test_fp8_selective),
         cmocka_unit_test(test_peak_paths),

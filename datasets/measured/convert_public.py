@@ -36,7 +36,7 @@ FEATURE_ORDER = [
     "chunked-ce", "untied-head", "opt-in-bwd", "act-offload", "cpu-offload", "compile",
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
     "fsdp", "deepspeed", "flash-attn", "full-init", "no-accum", "logits-kept", "empty-cache",
-    "outputs-kept", "fsdp1",
+    "empty-cache-10", "outputs-kept", "lora-dropout", "ds-default-buckets", "fsdp1",
 ]
 
 # Out of scope: not decoder-only causal LMs.
@@ -320,7 +320,9 @@ SOURCE_REMARKS = {
     "H": "script/settings behind the table cell not stated; LoRA r=8 alpha=32, batch 8, fp32 from "
          "the example scripts",
     "L": "value read from a screenshot/prose; TRL SFTTrainer, ultrachat packed to 2048, LoRA r=8 "
-         "alpha=16 all-linear",
+         "alpha=16 all-linear; lora_dropout 0.1 in the doc's launch commands (feature "
+         "lora-dropout); DeepSpeed rows launched from accelerate configs without a DeepSpeed "
+         "JSON keep DeepSpeed's default reduce_bucket_size 5e8 (feature ds-default-buckets)",
 }
 
 ROW_REMARKS = {
@@ -410,13 +412,26 @@ def source_features(letter, row, rid):
             feats.append("chunked-ce")
     if letter == "L":
         feats += ["packed", "flash-attn"]
+        # every launch command of docs/source/accelerate/deepspeed.md and fsdp.md
+        # @5d602fdb passes --lora_dropout 0.1 (PEFT keeps each adapter's dropped input and
+        # mask for backward)
+        feats.append("lora-dropout")
+        # the DeepSpeed runs are launched from accelerate configs without a DeepSpeed JSON
+        # (examples/sft/configs/deepspeed_config.yaml, deepspeed_config_z3_qlora.yaml):
+        # accelerate's DeepSpeedPlugin sets no reduce_bucket_size, so DeepSpeed's default
+        # 5e8 stays (memmodel.c ds_zero3_ipg_bytes)
+        if row["method"].startswith("DeepSpeed"):
+            feats.append("ds-default-buckets")
     if letter == "G":
         # PEFT method_comparison/MetaMathQA/run.py empties the cache after every step (run.py
         # L296-298 @5fe7f8f8) or every 10th (PR #2894, 90d3fc05), and its batches come in
         # buckets of 20 sorted longest first, so a 10-step window starts at its longest
         # batch: no step finds segments cut by a shorter earlier one (the allocator replay
-        # of one length, README "The loss path and the caching allocator").
-        feats.append("empty-cache")
+        # of one length, README "The loss path and the caching allocator"). The runs at
+        # 51c2ff66 and a9994269 (2026) use ACCELERATOR_EMPTY_CACHE_SCHEDULE = 10: feature
+        # empty-cache-10, whose whole steps stepreplay.c replays over a 10-step window.
+        every_step = "f650b08abb011e4cf82b76faf33360d1a8a386f1" in row["source_url"]
+        feats.append("empty-cache" if every_step else "empty-cache-10")
         # the loop keeps `outputs = model(**batch, ...)` (16-bit logits and the KV cache of
         # use_cache=True) until the next step's forward rebinds it (run.py L213-215
         # @5fe7f8f8, the same in 8be1a16f and 51c2ff66)

@@ -34,7 +34,7 @@ static const char *apply_features(const char *list, struct train_config *c)
 {
     static const struct {
         const char *name;
-        uint32_t set, clear;
+        uint64_t set, clear;
         const char *unsupported;
     } table[] = {
         {"chunked-ce", FEAT_CHUNKED_CE, 0, NULL},  {"untied-head", FEAT_UNTIED_HEAD, 0, NULL},
@@ -51,6 +51,8 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"compiled-loss", FEAT_COMPILED_LOSS, 0, NULL},
         {"fsdp-end-units", FEAT_FSDP_END_UNITS, 0, NULL},
         {"empty-cache", FEAT_EMPTY_CACHE, 0, NULL},
+        {"empty-cache-10", FEAT_EMPTY_CACHE | FEAT_EMPTY_CACHE_10, 0, NULL},
+        {"ds-default-buckets", FEAT_DS_DEFAULT_BUCKETS, 0, NULL},
         {"fsdp-fp32-reduce", FEAT_FSDP_FP32_REDUCE, 0, NULL},
         {"lora-dropout", FEAT_LORA_DROPOUT, 0, NULL},
         /* PEFT 0.7 (update_layer: self.to(weight.device, dtype=weight.dtype)) keeps the

@@ -83,7 +83,9 @@
                    "gathered, in backward + the prefetched block and a block's gradient; " \
                    "Gemini (no units): the whole 16-bit model (LLMem 5.2)"
 #define SRC_BUCKET "torch DDP reducer buckets (one more copy of the gradients); DeepSpeed " \
-                   "ipg_buffer of hidden^2 (HF integrations/deepspeed.py reduce_bucket_size auto)"
+                   "ipg_buffer of hidden^2 (HF integrations/deepspeed.py reduce_bucket_size auto); " \
+                   "ZeRO-3's __ipg_bucket_flat_buffer of DeepSpeed's default 5e8 under an accelerate " \
+                   "config (deepspeed runtime/zero/stage3.py, config.py)"
 #define SRC_TP_BUF "Megatron TP all-reduce buffer of [s, b, h]"
 #define SRC_PP_BUF "Megatron p2p_communication.py recv/send buffers of [s, b, h], both ways"
 #define SRC_LLMEM "LLMem (Kim et al. 2024), reference/llmem-model.md "

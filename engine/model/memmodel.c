@@ -11,6 +11,7 @@
 #include "float8.h"
 #include "losspath.h"
 #include "streampool.h"
+#include "stepreplay.h"
 #include "units.h"
 
 static const char *const term_names[TERM_COUNT] = {
@@ -345,6 +346,22 @@ static double gathered_block_bytes(const struct model_plan *p, const struct trai
     return (layer - lin) * gb + lin;
 }
 
+/* DeepSpeed ZeRO-3's contiguous gradient bucket: DeepSpeedZeroOptimizer_Stage3
+ * _setup_for_real_optimizer allocates `__ipg_bucket_flat_buffer = torch.empty(
+ * self.reduce_bucket_size, dtype=self.dtype)` when contiguous_gradients (the default) and
+ * keeps it for the run (deepspeed/runtime/zero/stage3.py @ea78ab68). An accelerate config
+ * without a DeepSpeed JSON builds zero_optimization with stage, offload devices and
+ * stage3_gather_16bit_weights_on_model_save only (accelerate utils/dataclasses.py
+ * DeepSpeedPlugin.__post_init__), and accelerate's and the Trainer's hidden-size fill-ins
+ * replace only "auto" values, so reduce_bucket_size keeps DeepSpeed's default, 5e8 elements
+ * (deepspeed/runtime/zero/config.py DeepSpeedZeroConfig @1b88ac36), in the 16-bit module
+ * dtype: 1 GB a GPU. */
+#define DS_DEFAULT_REDUCE_BUCKET 500000000.0
+static uint64_t ds_zero3_ipg_bytes(uint64_t module_bytes)
+{
+    return (uint64_t)(DS_DEFAULT_REDUCE_BUCKET * (double)module_bytes);
+}
+
 static void resident_terms(const struct model_plan *p, const struct train_config *c,
                            struct resident *r)
 {
@@ -436,6 +453,8 @@ static void resident_terms(const struct model_plan *p, const struct train_config
         fp8_weight_copies(p, c, r, ep_keep, tpdiv);
     if (c->method == METHOD_CDP) /* DDP gradient buckets: one more copy of the gradients */
         r->bucket = (uint64_t)(r->trained * (double)wt);
+    if (c->method == METHOD_ADP && (c->features & FEAT_DS_DEFAULT_BUCKETS))
+        r->bucket += ds_zero3_ipg_bytes(gb);
     if (zero3)
         zero3_gather(p, c, r, layer, root);
 }
@@ -1115,6 +1134,26 @@ bool memmodel_uses_llmem(enum stack stack, const struct mem_options *opt)
     return opt->paper || stack == STACK_COLOSSAL;
 }
 
+/* Which configurations the step replay covers (stepreplay.c's op list): a dense HF
+ * Llama-style decoder (gated MLP, RMSNorm, RoPE, untied or tied head) on one GPU, without
+ * checkpointing, under SDPA, with 16-bit weights: bf16-pure full fine-tuning, or LoRA
+ * on an unquantized 16-bit base (PEFT MetaMathQA trains without autocast). */
+static void replay_setup(const struct model_plan *p, const struct train_config *c,
+                         struct mem_prepared *mp)
+{
+    const struct model_spec *m = &p->spec;
+    if (!(c->features & FEAT_EMPTY_CACHE) || c->gpus != 1 || mp->ckpt || c->stack != STACK_HF ||
+        model_is_moe(m) || m->mlp != MLP_GATED || m->norm != NORM_RMSNORM || m->fused_qkv ||
+        m->kv_lora_rank || memmodel_eager_attn(m, c) || (c->features & FEAT_FLASH_ATTN))
+        return;
+    const bool full_pure = c->finetune == FT_FULL && c->precision == PREC_BF16_PURE;
+    const bool lora16 = c->finetune == FT_LORA && c->quant == QUANT_NONE &&
+                        (c->precision == PREC_BF16 || c->precision == PREC_BF16_PURE);
+    if (!full_pure && !lora16)
+        return;
+    mp->replay_window = (c->features & FEAT_EMPTY_CACHE_10) ? 10 : 1;
+}
+
 void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
                       const struct mem_options *opt, struct mem_prepared *mp)
 {
@@ -1134,9 +1173,38 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
     activation_coeffs(p, c, mp);
     logits_coeffs(p, c, mp);
     point_coeffs(mp);
+    replay_setup(p, c, mp);
 }
 
 /* --- batch-dependent terms --------------------------------------------------------- */
+
+/* Reserved from whole replayed steps (stepreplay.h) for a loop that empties the cache
+ * every replay_window steps, plus what the replay leaves out: the resident bytes the
+ * phases count beyond its weights (and gradients and states: LoRA's adapters) and the
+ * cuBLAS workspaces. The phases' rounded sums stay a floor. */
+static uint64_t replay_reserved(const struct model_plan *p, const struct train_config *c,
+                                const struct mem_options *opt, const struct mem_prepared *mp)
+{
+    const struct model_spec *m = &p->spec;
+    const bool full = c->finetune == FT_FULL;
+    const struct stepreplay_shape sh = {
+        .params = &p->tensors, .h = (uint64_t)m->hidden,
+        .hq = (uint64_t)(m->heads * m->head_dim), .hkv = (uint64_t)(m->kv_heads * m->head_dim),
+        .inter = (uint64_t)m->intermediate, .vocab = (uint64_t)m->vocab,
+        .heads = (uint64_t)m->heads, .layers = (int32_t)m->layers, .ew = 2, .full = full,
+        .kv_repeat = mp->kv_rep_tok && (!mp->kv_rep_padded || c->micro_batch > 1),
+        .kept = (c->features & FEAT_OUTPUTS_KEPT) != 0,
+        .lora_r = full ? 0 : (uint64_t)c->lora_r, .lora_targets = full ? 0 : plan_lora_targets(p, c),
+    };
+    struct stepreplay_result r;
+    if (stepreplay_run(&sh, c->micro_batch, c->seq_len, mp->replay_window, &r) != 0)
+        return 0;
+    const uint64_t *fw = mp->fixed[PHASE_FORWARD];
+    const uint64_t held = bytes_add(bytes_add(fw[TERM_PARAMS], fw[TERM_OPTIMIZER]),
+                                    mp->fixed[PHASE_BWD_FIRST][TERM_GRADS]);
+    const uint64_t extra = held > r.resident ? alloc_round(held - r.resident) : 0;
+    return bytes_add(bytes_add(r.reserved, extra), opt->ws_res);
+}
 
 /* LLMem's terms mapped onto the breakdown columns; the peak is the paper's lm_head stage. */
 static void eval_llmem(const struct model_plan *p, const struct train_config *c,
@@ -1340,6 +1408,10 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
             held = bytes_add(others, x.lg_need[ph]);
             e->peak_phase = (enum mem_phase)ph;
         }
+    }
+    if (mp->replay_window) { /* only rows with feature empty-cache: never the sweep's points */
+        const uint64_t r = replay_reserved(p, c, opt, mp);
+        e->reserved = r > e->reserved ? r : e->reserved;
     }
     /* No more than the GPU holds is ever reserved: when cudaMalloc fails, the allocator
      * releases every wholly free cached segment and retries (CCA malloc:

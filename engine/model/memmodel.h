@@ -111,6 +111,10 @@ struct mem_prepared {
     int nphases;
     int64_t vocab, heads;
     bool ckpt, use_llmem;
+    /* a loop that empties the cache every replay_window steps (feature empty-cache):
+     * reserved from whole steps replayed through the allocator model (stepreplay.h);
+     * 0 = not replayed */
+    int32_t replay_window;
 };
 
 struct mem_estimate {

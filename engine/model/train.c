@@ -52,7 +52,7 @@ int data_shape_parse(const char *s) { return parse_in(data_shape_names, DATA_COU
 int alloc_conf_parse(const char *s) { return parse_in(alloc_conf_names, ALLOC_COUNT, s); }
 int offload_parse(const char *s) { return parse_in(offload_names, OFFLOAD_COUNT, s); }
 
-uint32_t stack_features(enum stack s)
+uint64_t stack_features(enum stack s)
 {
     switch (s) {
     case STACK_HF:        /* HF Trainer + PEFT: adapters upcast to fp32, FSDP for sharding

@@ -43,55 +43,90 @@ enum stack {
     STACK_COUNT
 };
 
-/* Stack features; each stack has defaults (stack_features) and a measured row may add some. */
-enum feature {
-    FEAT_CHUNKED_CE = 1u << 0,   /* lm_head/cross-entropy in chunks, no full fp32 logits */
-    FEAT_OPT_IN_BWD = 1u << 1,   /* optimizer step fused into backward: grads never all live */
-    FEAT_UNTIED_HEAD = 1u << 2,  /* framework keeps a separate lm_head for a tied model */
-    FEAT_EAGER_ATTN = 1u << 3,   /* eager attention: b*heads*s^2 scores are kept */
-    FEAT_ADAPTER_FP32 = 1u << 4, /* PEFT autocast_adapter_dtype: LoRA weights in fp32 */
-    FEAT_FSDP = 1u << 5,         /* ADP gathers one unit at a time (FSDP) instead of all */
-    FEAT_EVAL_LOGITS = 1u << 6,  /* an evaluation pass materialises full logits */
-    FEAT_PAGED_OPT = 1u << 7,    /* bitsandbytes paged optimizer: states in managed memory */
-    FEAT_LORA_DROPOUT = 1u << 8, /* LoRA dropout > 0: each adapter keeps its dropped input */
-    FEAT_FULL_INIT = 1u << 9,    /* every GPU builds the whole model before FSDP shards it */
-    FEAT_FUSED_QKV = 1u << 10,   /* the stack's attention has one fused qkv Linear (litgpt) */
-    FEAT_FUSED_OPT = 1u << 11,   /* fused AdamW kernel: no step temporaries */
-    FEAT_FP32_BASE = 1u << 12,   /* mixed precision keeps the frozen base in fp32 too */
-    FEAT_GRAD_ACCUM = 1u << 13,  /* gradient accumulation: gradients live across micro-batches */
-    FEAT_COMPILE = 1u << 14,     /* torch.compile: pointwise ops recomputed, not saved */
-    FEAT_TORCHAO_NF4 = 1u << 15, /* torchao NF4 (torchtune QLoRA): saves no Linear input */
-    FEAT_QUANT_HEAD = 1u << 16,  /* a quantized base includes the lm_head */
-    FEAT_LOGITS_KEPT = 1u << 17, /* the loop holds its fp32 logits through backward */
-    FEAT_TRITON_ATTN = 1u << 18, /* the Triton FlashAttention kernel (llm-foundry triton) */
-    FEAT_EMPTY_CACHE = 1u << 19, /* the loop calls torch.cuda.empty_cache() after every step */
-    FEAT_FSDP_MP = 1u << 20,     /* mixed precision by FSDP2's MixedPrecisionPolicy, no autocast */
-    FEAT_OUTPUTS_KEPT = 1u << 22,/* the loop keeps `outputs` (16-bit logits, KV cache) until
-                                    the next forward returns (PEFT MetaMathQA run.py) */
-    FEAT_COMPILED_LOSS = 1u << 23,/* the loss function runs under torch.compile (torchtitan
-                                     >= bbb1b616e with --training.compile) */
-    FEAT_SEQ_PARALLEL = 1u << 21,/* TP with sequence parallelism and vocab-sharded loss
-                                    (torchtitan's TP plan): see memmodel.c activation_coeffs */
-    FEAT_FP8_ALLGATHER = 1u << 24,/* --precision fp8: FSDP all-gathers the float8 weights
-                                     (torchao enable_fsdp_float8_all_gather) */
-    FEAT_FP8_ROWWISE = 1u << 25, /* --precision fp8: rowwise (axiswise) scaling instead of
-                                    tensorwise (torchao Float8LinearConfig "rowwise" recipe) */
-    FEAT_SOFTCAP_EAGER = 1u << 26,/* the stack computes softcapped attention eagerly (litgpt:
-                                     "with softcapping we cannot use SDPA") */
-    FEAT_DEQUANT_CAST = 1u << 27, /* the quantized base was quantized from fp16 (Lightning's
-                                     BitsandbytesPrecision): each dequantized weight is fp16
-                                     and cast to the compute dtype beside it */
-    FEAT_FLASH_ATTN = 1u << 28,   /* the flash-attn package (HF flash_attention_2): K and V
-                                     keep their kv_heads, GQA in the kernel */
-    FEAT_FSDP_FP32_REDUCE = 1u << 29,/* FSDP reduce-scatters gradients in fp32 (MixedPrecision
-                                        reduce_dtype=float32, composer's DEFAULT): speed only */
-    FEAT_FSDP_FLAT = 1u << 30,    /* FSDP1 (FullyShardedDataParallel): flat parameters whose
-                                     views autograd tracks (memmodel.c root_grads) */
-};
-/* ISO C enumerators stop at INT_MAX: the last bit of `features` is a macro */
-#define FEAT_FSDP_END_UNITS (1u << 31) /* torchtitan >= 83e69410: the embedding and [norm,
-                                          output] are FSDP units of their own, every block
-                                          is resharded after forward (memmodel.c zero3_gather) */
+/* Stack features; each stack has defaults (stack_features) and a measured row may add some.
+ * Bits of a uint64_t (macros: ISO C enumerators stop at INT_MAX). */
+/* lm_head/cross-entropy in chunks, no full fp32 logits */
+#define FEAT_CHUNKED_CE (UINT64_C(1) << 0)
+/* optimizer step fused into backward: grads never all live */
+#define FEAT_OPT_IN_BWD (UINT64_C(1) << 1)
+/* framework keeps a separate lm_head for a tied model */
+#define FEAT_UNTIED_HEAD (UINT64_C(1) << 2)
+/* eager attention: b*heads*s^2 scores are kept */
+#define FEAT_EAGER_ATTN (UINT64_C(1) << 3)
+/* PEFT autocast_adapter_dtype: LoRA weights in fp32 */
+#define FEAT_ADAPTER_FP32 (UINT64_C(1) << 4)
+/* ADP gathers one unit at a time (FSDP) instead of all */
+#define FEAT_FSDP (UINT64_C(1) << 5)
+/* an evaluation pass materialises full logits */
+#define FEAT_EVAL_LOGITS (UINT64_C(1) << 6)
+/* bitsandbytes paged optimizer: states in managed memory */
+#define FEAT_PAGED_OPT (UINT64_C(1) << 7)
+/* LoRA dropout > 0: each adapter keeps its dropped input */
+#define FEAT_LORA_DROPOUT (UINT64_C(1) << 8)
+/* every GPU builds the whole model before FSDP shards it */
+#define FEAT_FULL_INIT (UINT64_C(1) << 9)
+/* the stack's attention has one fused qkv Linear (litgpt) */
+#define FEAT_FUSED_QKV (UINT64_C(1) << 10)
+/* fused AdamW kernel: no step temporaries */
+#define FEAT_FUSED_OPT (UINT64_C(1) << 11)
+/* mixed precision keeps the frozen base in fp32 too */
+#define FEAT_FP32_BASE (UINT64_C(1) << 12)
+/* gradient accumulation: gradients live across micro-batches */
+#define FEAT_GRAD_ACCUM (UINT64_C(1) << 13)
+/* torch.compile: pointwise ops recomputed, not saved */
+#define FEAT_COMPILE (UINT64_C(1) << 14)
+/* torchao NF4 (torchtune QLoRA): saves no Linear input */
+#define FEAT_TORCHAO_NF4 (UINT64_C(1) << 15)
+/* a quantized base includes the lm_head */
+#define FEAT_QUANT_HEAD (UINT64_C(1) << 16)
+/* the loop holds its fp32 logits through backward */
+#define FEAT_LOGITS_KEPT (UINT64_C(1) << 17)
+/* the Triton FlashAttention kernel (llm-foundry triton) */
+#define FEAT_TRITON_ATTN (UINT64_C(1) << 18)
+/* the loop calls torch.cuda.empty_cache() after every step */
+#define FEAT_EMPTY_CACHE (UINT64_C(1) << 19)
+/* mixed precision by FSDP2's MixedPrecisionPolicy, no autocast */
+#define FEAT_FSDP_MP (UINT64_C(1) << 20)
+/* TP with sequence parallelism and vocab-sharded loss
+ * (torchtitan's TP plan): see memmodel.c activation_coeffs */
+#define FEAT_SEQ_PARALLEL (UINT64_C(1) << 21)
+/* the loop keeps `outputs` (16-bit logits, KV cache) until
+ * the next forward returns (PEFT MetaMathQA run.py) */
+#define FEAT_OUTPUTS_KEPT (UINT64_C(1) << 22)
+/* the loss function runs under torch.compile (torchtitan
+ * >= bbb1b616e with --training.compile) */
+#define FEAT_COMPILED_LOSS (UINT64_C(1) << 23)
+/* --precision fp8: FSDP all-gathers the float8 weights
+ * (torchao enable_fsdp_float8_all_gather) */
+#define FEAT_FP8_ALLGATHER (UINT64_C(1) << 24)
+/* --precision fp8: rowwise (axiswise) scaling instead of
+ * tensorwise (torchao Float8LinearConfig "rowwise" recipe) */
+#define FEAT_FP8_ROWWISE (UINT64_C(1) << 25)
+/* the stack computes softcapped attention eagerly (litgpt:
+ * "with softcapping we cannot use SDPA") */
+#define FEAT_SOFTCAP_EAGER (UINT64_C(1) << 26)
+/* the quantized base was quantized from fp16 (Lightning's
+ * BitsandbytesPrecision): each dequantized weight is fp16
+ * and cast to the compute dtype beside it */
+#define FEAT_DEQUANT_CAST (UINT64_C(1) << 27)
+/* the flash-attn package (HF flash_attention_2): K and V
+ * keep their kv_heads, GQA in the kernel */
+#define FEAT_FLASH_ATTN (UINT64_C(1) << 28)
+/* FSDP reduce-scatters gradients in fp32 (MixedPrecision
+ * reduce_dtype=float32, composer's DEFAULT): speed only */
+#define FEAT_FSDP_FP32_REDUCE (UINT64_C(1) << 29)
+/* FSDP1 (FullyShardedDataParallel): flat parameters whose
+ * views autograd tracks (memmodel.c root_grads) */
+#define FEAT_FSDP_FLAT (UINT64_C(1) << 30)
+/* torchtitan >= 83e69410: the embedding and [norm, output] are FSDP
+ * units of their own, every block is resharded after forward (memmodel.c zero3_gather) */
+#define FEAT_FSDP_END_UNITS (UINT64_C(1) << 31)
+/* ... every 10th step instead (PEFT MetaMathQA run.py
+ * ACCELERATOR_EMPTY_CACHE_SCHEDULE from 90d3fc05) */
+#define FEAT_EMPTY_CACHE_10 (UINT64_C(1) << 32)
+/* DeepSpeed ZeRO-3 configured by an accelerate config without a
+ * DeepSpeed JSON: DeepSpeed's default reduce_bucket_size (memmodel.c ds_zero3_ipg_bytes) */
+#define FEAT_DS_DEFAULT_BUCKETS (UINT64_C(1) << 33)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))
@@ -113,7 +148,7 @@ struct train_config {
     bool ckpt_selective;   /* selective checkpointing (grad_ckpt false): see ckpt_mode */
     enum optimizer optimizer;
     enum stack stack;
-    uint32_t features;     /* enum feature bits */
+    uint64_t features;     /* FEAT_* bits */
     enum data_shape data;  /* variable-length or packed batches */
     enum alloc_conf alloc; /* caching allocator configuration */
     /* beyond LLMem (0 reads as 1 / none, so older initialisers stay valid) */
@@ -172,7 +207,7 @@ int alloc_conf_parse(const char *s);
 int offload_parse(const char *s);
 
 /* The default features of a stack (README "Stacks"). */
-uint32_t stack_features(enum stack s);
+uint64_t stack_features(enum stack s);
 
 /* "attn", "mlp", "all", or roles joined by '+' ("q+v", "q+k+v+o+gate+up+down+head").
  * Returns 0 on success, -1 on an unknown module. */

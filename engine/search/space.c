@@ -98,7 +98,7 @@ static bool listed_or_empty(const struct int_list *l, int32_t v)
     return false;
 }
 
-uint32_t space_attention_features(const struct space_axes *o)
+uint64_t space_attention_features(const struct space_axes *o)
 {
     return (o->eager ? FEAT_EAGER_ATTN : 0) | (o->flash ? FEAT_FLASH_ATTN : 0);
 }

@@ -88,7 +88,7 @@ static inline uint64_t space_points(const struct space *s)
 
 /* The feature bits of the attention kernel asked for (--attention eager|flash), which
  * every configuration of these axes adds to its stack's. */
-uint32_t space_attention_features(const struct space_axes *o);
+uint64_t space_attention_features(const struct space_axes *o);
 
 /* When space_build finds no configuration: why, per method and GPU count, for model p
  * ("tp on 16 GPU(s): tp must divide ..."), written into buf (truncated to n). */

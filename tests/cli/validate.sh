@@ -56,18 +56,19 @@ awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < 
 # its receive buffers (third pass) left the grade A/B median at 5.1 (bound 5.2) and took those
 # rows from 15 to 14. FSDP1's root gradient (memmodel.c root_grads: LGCH-03 -21.0 -> -3.0 %),
 # the Salisbury rows' fp32 embedding (no autocast), FSDP2's all-gather copy-in stream pool
-# (streampool.c) and torchtitan's own end units from 83e69410 (feature fsdp-end-units) took
-# the median to 5.2 %, the grade A/B median to 4.3 % and those rows to 9. README
-# "Validation" lists the numbers behind the bounds.
-ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-5.3}
+# (streampool.c), torchtitan's own end units from 83e69410 (feature fsdp-end-units) and the
+# whole-step allocator replay of PEFT MetaMathQA's empty_cache windows (stepreplay.c) took
+# the median to 4.9 % (the issue's 5 % is the bound now), the grade A/B median to 4.1 % and
+# those rows to 6. README "Validation" lists the numbers behind the bounds.
+ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-5.0}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
   --measured "$PROJECT/datasets/measured/salisbury-table1.csv" \
   --measured "$PROJECT/datasets/measured/public-2.csv" --summary --fail-above "$ALL_BOUND" \
   > "$TMP/all.txt" || fail "median error over every measured row above $ALL_BOUND %"
 grep -Eq '^all +147 ' "$TMP/all.txt" || fail "147 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
 below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.txt")
-[ -n "$below" ] && [ "$below" -le 9 ] || fail "grade A/B rows more than 10 % below: $below (at most 9)"
-awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 4.3) bad = 1 } END { exit !(f && !bad) }' \
-  "$TMP/all.txt" || fail "grade A/B median above 4.3 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
+[ -n "$below" ] && [ "$below" -le 6 ] || fail "grade A/B rows more than 10 % below: $below (at most 6)"
+awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 4.1) bad = 1 } END { exit !(f && !bad) }' \
+  "$TMP/all.txt" || fail "grade A/B median above 4.1 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
 grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6 %: $(grep '^SWB ' "$TMP/all.txt")"
 finish

@@ -1,0 +1,101 @@
+/* test_stepreplay.c: the whole-step allocator replay (engine/model/stepreplay.c) on hand-
+ * worked cases: the bucket's batch lengths, the resident bytes of the tiny model, and the
+ * floor the replay's reserved pool cannot go below. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "stepreplay.h"
+#include "tiny_model.h"
+
+#define MIB (UINT64_C(1) << 20)
+
+/* A bucket of 20 batches of 4 samples, lengths uniform on 1..512: the j-th batch pads to
+ * the (4j+1)-th largest of 80, 512 * (1 - (4j+1)/81): 505.68 -> 506 (j 0), 480.40 -> 480
+ * (j 1), 278.12 -> 278 (j 9); one batch a bucket of one sample: 512 * (1 - 1/2) = 256. */
+static void test_batch_lengths(void **state)
+{
+    (void)state;
+    assert_int_equal(stepreplay_batch_len(512, 4, 20, 0), 506);
+    assert_int_equal(stepreplay_batch_len(512, 4, 20, 1), 480);
+    assert_int_equal(stepreplay_batch_len(512, 4, 20, 9), 278);
+    assert_int_equal(stepreplay_batch_len(512, 1, 1, 0), 256);
+    assert_int_equal(stepreplay_batch_len(1, 4, 20, 19), 1);
+}
+
+static struct stepreplay_shape tiny_shape(const struct model_plan *p, bool full)
+{
+    const struct model_spec *m = &p->spec;
+    struct stepreplay_shape sh = {
+        .params = &p->tensors, .h = 64, .hq = 64, .hkv = 32, .inter = 128, .vocab = 1000,
+        .heads = 4, .layers = (int32_t)m->layers, .ew = 2, .full = full, .kv_repeat = true,
+        .kept = true,
+    };
+    return sh;
+}
+
+/* The tiny model's parameters in bf16, each rounded to 512 B: a block's q 64x64 8192, k and
+ * v 32x64 4096 each, o 8192, gate, up and down 128x64 16384 each, two norms of 64 (128 B,
+ * 512 rounded): 74752; two blocks 149504, the embedding and the untied lm_head 1000x64
+ * 128000 each, the final norm 512: 406016. Full fine-tuning keeps weights, gradients and
+ * both AdamW states between steps: 4 x 406016. */
+static void test_resident(void **state)
+{
+    (void)state;
+    struct model_plan p;
+    assert_int_equal(tiny_model_plan(&p), 0);
+    struct stepreplay_result r;
+    struct stepreplay_shape sh = tiny_shape(&p, false);
+    assert_int_equal(stepreplay_run(&sh, 4, 32, 1, &r), 0);
+    assert_int_equal(r.resident, 406016);
+    sh = tiny_shape(&p, true);
+    assert_int_equal(stepreplay_run(&sh, 4, 32, 10, &r), 0);
+    assert_int_equal(r.resident, 4 * 406016);
+    /* every tensor a step allocates is freed but the kept outputs of the last step (the
+     * tenth, 4 x 17 tokens: 32 * (1 - 37/81) = 17.38 -> 17 a sample, 68 tokens): 16-bit
+     * logits 68 x 1000 x 2 = 136000 B (512-rounded 136192) and each block's K and V copies,
+     * 68 x 32 x 2 = 4352 B (4608 rounded) each, four of them */
+    assert_int_equal(stepreplay_batch_len(32, 4, 20, 9), 17);
+    assert_int_equal(r.allocated, 4 * 406016 + 136192 + 4 * 4608);
+    sh.kept = false;
+    assert_int_equal(stepreplay_run(&sh, 4, 32, 10, &r), 0);
+    assert_int_equal(r.allocated, 4 * 406016);
+    plan_free(&p);
+}
+
+/* After the optimizer step the weights, gradients and states are allocated and the sqrt
+ * temporaries were (5 x 406016 B beside each other, all below 1 MiB: the small pool's
+ * 2 MiB segments), so the pool is at least that, in whole 2 MiB segments; the logits of
+ * 4 x 32 tokens x 1000 entries (2 B kept, 4 B upcast, 4 B log_softmax) and the KV cache come
+ * on top. A longer cap never reserves less. */
+static void test_reserved_floor(void **state)
+{
+    (void)state;
+    struct model_plan p;
+    assert_int_equal(tiny_model_plan(&p), 0);
+    const struct stepreplay_shape sh = tiny_shape(&p, true);
+    struct stepreplay_result a, b;
+    assert_int_equal(stepreplay_run(&sh, 4, 32, 10, &a), 0);
+    assert_true(a.reserved >= 5 * UINT64_C(406016) + 4 * 32 * 1000 * UINT64_C(10));
+    assert_int_equal(a.reserved % (2 * MIB), 0);
+    assert_int_equal(stepreplay_run(&sh, 4, 128, 10, &b), 0);
+    assert_true(b.reserved >= a.reserved);
+    struct stepreplay_result again;
+    assert_int_equal(stepreplay_run(&sh, 4, 32, 10, &again), 0);
+    assert_int_equal(again.reserved, a.reserved);
+    assert_int_equal(stepreplay_run(&sh, 0, 32, 10, &again), -1);
+    plan_free(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_batch_lengths),
+        cmocka_unit_test(test_resident),
+        cmocka_unit_test(test_reserved_floor),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
