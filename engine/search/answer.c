@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "speed.h"
 #include "units.h"
@@ -480,7 +483,7 @@ static const char *model_name(const struct sweep *s, uint32_t m)
     return s->models[m].spec.name;
 }
 
-static const struct sweep *sort_sweep; /* answer_build runs on one thread */
+static const struct sweep *sort_sweep; /* answer_build sorts on one thread */
 
 static int recipe_id_cmp(const void *a, const void *b)
 {
@@ -511,49 +514,47 @@ static bool *recipes_in_run(const struct sweep *s)
 }
 
 /* The recipe's fastest layout at each GPU count (over the methods' cells). */
-static int recipe_by_gpus(struct report *r, size_t *bcap, const struct sweep *s,
-                          const struct sweep_result *res, size_t rid, struct answer_recipe *k)
+/* The recipe's best layout per GPU count into r->by_gpus from by0 on (its slot). */
+static void recipe_by_gpus(struct report *r, const struct sweep *s, const struct sweep_result *res,
+                           size_t rid, struct answer_recipe *k, size_t by0)
 {
     const size_t ng = (size_t)s->space.ngpus;
-    k->by0 = r->nby;
-    if (grow((void **)&r->by_gpus, bcap, r->nby + ng, sizeof *r->by_gpus))
-        return -1;
+    k->by0 = by0;
+    k->nby = 0;
     for (size_t gi = 0; gi < ng; gi++) {
         const struct sweep_hit *best = &res->by_gpu[rid * ng + gi];
         if (best->fits) {
             struct sweep_point pt;
             sweep_eval_point(s, best->index, &pt);
-            layout_from_point(&r->by_gpus[r->nby++], s, &pt, r->meta.tokens);
+            layout_from_point(&r->by_gpus[by0 + k->nby++], s, &pt, r->meta.tokens);
         }
     }
-    k->nby = r->nby - k->by0;
     k->best = pick_best(r->by_gpus + k->by0, k->nby, r->meta.objective);
-    return 0;
 }
 
-static int add_recipe(struct report *r, size_t *bcap, const struct sweep *s,
-                      const struct sweep_result *res, uint32_t rid)
+/* Recipe i of the report (rid in the sweep) with its rows from row0 and its layouts per
+ * GPU count from by0: slots answer_build counted beforehand, so recipes fill in parallel. */
+static void fill_recipe(struct report *r, const struct sweep *s, const struct sweep_result *res,
+                        uint32_t rid, size_t i, size_t row0, size_t by0)
 {
     const struct sweep_recipe *sr = &res->recipes[rid];
-    struct answer_recipe *k = &r->recipes[r->nrecipes++];
+    struct answer_recipe *k = &r->recipes[i];
     memset(k, 0, sizeof *k);
     space_recipe_config(&s->space, rid, &k->model_index, &k->cfg);
     snprintf(k->model, sizeof k->model, "%s", model_name(s, k->model_index));
     answer_recipe_id(k->model, &k->cfg, k->recipe_id);
     k->fitting = (int64_t)sr->fitting;
-    k->row0 = r->nrows;
-    for (size_t i = 0; i < sr->n; i++) {
-        struct sweep_point pt;
-        sweep_eval_point(s, res->hits[sr->off + i].index, &pt);
-        answer_row_from_point(&r->rows[r->nrows], s, &pt);
-        r->rows[r->nrows++].rank = (long)i + 1;
-    }
-    k->nrows = r->nrows - k->row0;
-    if (recipe_by_gpus(r, bcap, s, res, rid, k))
-        return -1;
+    k->row0 = row0;
+    k->nrows = sr->n;
+    recipe_by_gpus(r, s, res, rid, k, by0);
     k->min_gpus = k->nby ? r->by_gpus[k->by0].cfg.gpus : 0;
-    for (size_t i = k->row0; i < r->nrows; i++)
-        r->rows[i].recipe_min_gpus = k->min_gpus;
+    for (size_t j = 0; j < sr->n; j++) {
+        struct sweep_point pt;
+        sweep_eval_point(s, res->hits[sr->off + j].index, &pt);
+        answer_row_from_point(&r->rows[row0 + j], s, &pt);
+        r->rows[row0 + j].rank = (long)j + 1;
+        r->rows[row0 + j].recipe_min_gpus = k->min_gpus;
+    }
     if (!sr->fitting && sr->has_closest) {
         struct sweep_point pt;
         sweep_eval_point(s, sr->closest.index, &pt);
@@ -561,20 +562,56 @@ static int add_recipe(struct report *r, size_t *bcap, const struct sweep *s,
         answer_miss_from_point(&k->miss, s, &pt);
         k->nchange = answer_suggest(s, pt.model, &pt.cfg, k->change, ANSWER_SUGGEST_MAX);
     }
+}
+
+/* The threads answer_build evaluates with: the sweep's. */
+static int answer_threads(const struct sweep *s)
+{
+#ifdef _OPENMP
+    return s->par.threads > 0 ? s->par.threads : omp_get_max_threads();
+#else
+    (void)s;
+    return 1;
+#endif
+}
+
+/* Every recipe of the report, order[0..n): the slots of its rows and layouts per GPU count
+ * counted first, then the recipes filled in parallel (each writes only its own slots).
+ * Returns 0 or -1 without memory. */
+static int add_recipes(struct report *r, const struct sweep *s, const struct sweep_result *res,
+                       const uint32_t *order, size_t n)
+{
+    const size_t ng = (size_t)s->space.ngpus;
+    size_t *row0 = malloc((n ? n : 1) * sizeof *row0), *by0 = malloc((n ? n : 1) * sizeof *by0);
+    size_t rows = 0, by = 0;
+    for (size_t i = 0; row0 && by0 && i < n; i++) {
+        row0[i] = rows, by0[i] = by;
+        rows += res->recipes[order[i]].n;
+        for (size_t gi = 0; gi < ng; gi++)
+            by += res->by_gpu[(size_t)order[i] * ng + gi].fits;
+    }
+    r->by_gpus = calloc(by ? by : 1, sizeof *r->by_gpus);
+    if (!row0 || !by0 || !r->by_gpus) {
+        free(row0);
+        free(by0);
+        return -1;
+    }
+#pragma omp parallel for num_threads(answer_threads(s)) schedule(dynamic, 16)
+    for (long i = 0; i < (long)n; i++)
+        fill_recipe(r, s, res, order[i], (size_t)i, row0[i], by0[i]);
+    r->nrecipes = n, r->nrows = rows, r->nby = by;
+    free(row0);
+    free(by0);
     return 0;
 }
 
 /* --- per model: the featured recipe's comparison and chart ----------------------------- */
 
-/* The featured recipe's layouts per (method, GPU count), every point evaluated. */
-static int featured_cells(struct report *r, const struct sweep *s, size_t rid,
-                          struct answer_model *am)
+/* The featured recipe's layouts per (method, GPU count) from its evaluated cells. */
+static void featured_cells(struct report *r, const struct sweep *s, const struct sweep_cell *cells,
+                           struct answer_model *am)
 {
     const size_t ng = (size_t)s->space.ngpus;
-    struct sweep_cell *cells = malloc(METHOD_COUNT * (ng ? ng : 1) * sizeof *cells);
-    if (!cells)
-        return -1;
-    sweep_recipe_cells(s, rid, cells);
     am->cell0 = r->ncells;
     for (int m = 0; m < METHOD_COUNT; m++)
         for (size_t gi = 0; gi < ng; gi++) {
@@ -598,8 +635,6 @@ static int featured_cells(struct report *r, const struct sweep *s, size_t rid,
             }
         }
     am->ncell = r->ncells - am->cell0;
-    free(cells);
-    return 0;
 }
 
 /* Peak against micro-batch for every layout of the recipe (micro-batches evenly picked
@@ -656,18 +691,36 @@ static size_t featured_recipe(const struct report *r, uint32_t m)
     return first_miss;
 }
 
-static int add_model(struct report *r, const struct sweep *s, const struct sweep_result *res,
-                     const uint32_t *rid_of, uint32_t m)
+/* Every model's featured recipe (SIZE_MAX: none) and its cells, cells[m x METHOD_COUNT x
+ * GPU counts ...]: all points of each recipe evaluated, the bulk of answer_build's work,
+ * so the models run in parallel like the sweep (each writes only its own slice). */
+static struct sweep_cell *featured_all(const struct report *r, const struct sweep *s,
+                                       const uint32_t *rid_of, size_t *featured)
+{
+    const size_t stride = (size_t)METHOD_COUNT * (s->space.ngpus ? (size_t)s->space.ngpus : 1);
+    struct sweep_cell *cells = malloc((s->nmodels ? s->nmodels : 1) * stride * sizeof *cells);
+    if (!cells)
+        return NULL;
+#pragma omp parallel for num_threads(answer_threads(s)) schedule(dynamic, 1)
+    for (long m = 0; m < (long)s->nmodels; m++) {
+        featured[m] = featured_recipe(r, (uint32_t)m);
+        if (featured[m] != SIZE_MAX)
+            sweep_recipe_cells(s, rid_of[featured[m]], cells + (size_t)m * stride);
+    }
+    return cells;
+}
+
+static void add_model(struct report *r, const struct sweep *s, const struct sweep_result *res,
+                      const uint32_t *rid_of, uint32_t m, size_t featured, const struct sweep_cell *cells)
 {
     struct answer_model *am = &r->models[r->nmodels++];
     memset(am, 0, sizeof *am);
     snprintf(am->name, sizeof am->name, "%s", model_name(s, m));
-    am->featured = featured_recipe(r, m);
+    am->featured = featured;
     if (am->featured == SIZE_MAX)
-        return 0;
+        return;
     const size_t rid = rid_of[am->featured];
-    if (featured_cells(r, s, rid, am))
-        return -1;
+    featured_cells(r, s, cells, am);
     featured_series(r, s, rid, am);
     const struct sweep_recipe *sr = &res->recipes[rid];
     uint64_t anchor = sr->n ? res->hits[sr->off].index : sr->closest.index;
@@ -679,7 +732,6 @@ static int add_model(struct report *r, const struct sweep *s, const struct sweep
     am->anchor_fits = pt.fits;
     am->anchor_batch = pt.cfg.micro_batch;
     am->anchor_peak_gib = units_gib(pt.peak);
-    return 0;
 }
 
 int answer_build(struct report *r, const struct sweep *s, const struct sweep_result *res)
@@ -696,19 +748,25 @@ int answer_build(struct report *r, const struct sweep *s, const struct sweep_res
     uint32_t *rid_of = malloc((nrec ? nrec : 1) * sizeof *rid_of);
     int rc = in && order && r->rows && r->recipes && r->models && r->cells && r->series && rid_of
            ? 0 : -1;
-    size_t n = 0, bcap = 0;
+    size_t n = 0;
     for (size_t i = 0; !rc && i < nrec; i++)
         if (in[i])
             order[n++] = (uint32_t)i;
     sort_sweep = s;
     if (!rc)
         qsort(order, n, sizeof *order, recipe_id_cmp);
-    for (size_t i = 0; !rc && i < n; i++) {
-        rid_of[r->nrecipes] = order[i];
-        rc = add_recipe(r, &bcap, s, res, order[i]);
+    if (!rc) {
+        memcpy(rid_of, order, n * sizeof *rid_of);
+        rc = add_recipes(r, s, res, order, n);
     }
+    size_t *featured = malloc((s->nmodels ? s->nmodels : 1) * sizeof *featured);
+    struct sweep_cell *cells = !rc && featured ? featured_all(r, s, rid_of, featured) : NULL;
+    rc = rc || !cells ? -1 : 0;
+    const size_t stride = (size_t)METHOD_COUNT * (ng ? ng : 1);
     for (uint32_t m = 0; !rc && m < s->nmodels; m++)
-        rc = add_model(r, s, res, rid_of, m);
+        add_model(r, s, res, rid_of, m, featured[m], cells + (size_t)m * stride);
+    free(featured);
+    free(cells);
     if (!rc && res->fitting == 0 && res->has_closest) {
         struct sweep_point pt;
         sweep_eval_point(s, res->closest.index, &pt);
