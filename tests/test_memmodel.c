@@ -894,14 +894,9 @@ static void test_empty_cache_replay(void **state)
     struct train_config c = base_config();
     c.micro_batch = 4, c.seq_len = 32;
     check_replay(&plan, c, true);
-    struct model_spec m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.name, sizeof m.name, "medium");
-    model_family_defaults("llama", &m);
-    m.layers = 4, m.hidden = 1024, m.heads = 8, m.kv_heads = 2, m.head_dim = 128;
-    m.intermediate = 4096, m.vocab = 32000, m.max_pos = 4096;
     struct model_plan medium;
-    assert_int_equal(plan_init(&medium, &m), 0);
+    const int64_t dims[8] = {4, 1024, 8, 2, 128, 4096, 32000, 4096};
+    assert_int_equal(llama_test_plan(&medium, "medium", dims), 0);
     c.seq_len = 512;
     check_replay(&medium, c, true);
     plan_free(&medium);

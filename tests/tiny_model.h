@@ -9,16 +9,23 @@
 
 #include "plan.h"
 
-/* @return plan_init's result for the tiny model. */
-static inline int tiny_model_plan(struct model_plan *plan)
+/* A llama-family model of the given shape (name, layers, hidden, heads, kv_heads, head_dim,
+ * intermediate, vocab, max_pos). @return plan_init's result. */
+static inline int llama_test_plan(struct model_plan *plan, const char *name, const int64_t dims[8])
 {
     struct model_spec m;
     memset(&m, 0, sizeof m);
-    snprintf(m.name, sizeof m.name, "tiny");
+    snprintf(m.name, sizeof m.name, "%s", name);
     model_family_defaults("llama", &m);
-    m.layers = 2, m.hidden = 64, m.heads = 4, m.kv_heads = 2, m.head_dim = 16;
-    m.intermediate = 128, m.vocab = 1000, m.max_pos = 128;
+    m.layers = dims[0], m.hidden = dims[1], m.heads = dims[2], m.kv_heads = dims[3];
+    m.head_dim = dims[4], m.intermediate = dims[5], m.vocab = dims[6], m.max_pos = dims[7];
     return plan_init(plan, &m);
+}
+
+/* @return plan_init's result for the tiny model. */
+static inline int tiny_model_plan(struct model_plan *plan)
+{
+    return llama_test_plan(plan, "tiny", (const int64_t[8]){2, 64, 4, 2, 16, 128, 1000, 128});
 }
 
 #endif
