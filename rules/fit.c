@@ -10,7 +10,7 @@
 #include "catalog.h"
 #include "grow.h"
 #include "measured.h"
-#include "memmodel.h"
+#include "mempoint.h"
 #include "nnls.h"
 
 /* --- reading measured rows ----------------------------------------------------------- */

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "memmodel.h"
+#include "mempoint.h"
 #include "plan.h"
 #include "speed.h"
 #include "train.h"

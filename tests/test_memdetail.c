@@ -17,6 +17,7 @@
 #include "catalog.h"
 #include "fixtures.h"
 #include "memdetail.h"
+#include "mempoint.h"
 #include "plan.h"
 #include "tiny_model.h"
 

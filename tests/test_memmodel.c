@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "memmodel.h"
+#include "mempoint.h"
 #include "plan.h"
 #include "stepreplay.h"
 #include "tiny_model.h"

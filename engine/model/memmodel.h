@@ -3,9 +3,10 @@
  * Pure functions, no I/O, no allocation. The prediction is split in two so the sweep can
  * hoist work out of its inner loop:
  *   memmodel_prepare()  everything that does not depend on micro-batch and sequence length
- *                       (weights, gradients, optimizer states, their sharding), per config;
+ *                       (weights, gradients, optimizer states, their sharding), per config,
+ *                       here;
  *   memmodel_eval()     the activation, logits and buffer terms for one (micro-batch, seq)
- *                       and the maximum over the phases.
+ *                       and the maximum over the phases (mempoint.h).
  * With `paper` set, the LLMem equations are used exactly (llmem.h); otherwise the stack's
  * timeline model (README "Memory model"), which reduces to corrected LLMem terms for the
  * colossal stack. */
@@ -180,39 +181,6 @@ bool memmodel_uses_llmem(enum stack stack, const struct mem_options *opt);
 void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
                       const struct mem_options *opt, struct mem_prepared *mp);
 
-/* The activations per token of each phase at one sequence length: the sweep computes them
- * once per sequence length, memmodel_peak multiplies them by micro-batch x sequence. act[1]
- * holds K and V repeated before SDPA, act[0] not (padded batches of one sample, see
- * kv_rep_padded). */
-struct mem_seq {
-    int32_t seq_len;
-    uint64_t act[2][PHASE_COUNT];
-    uint64_t t_plain; /* tokens a micro-batch may hold for memmodel_peak's plain arithmetic
-                         (beyond, it evaluates in full with saturating sums) */
-    uint8_t phases[2][PHASE_COUNT]; /* per act: the phases that can hold the peak (those
-                                       another phase does not dominate term by term) */
-    int nphases[2];
-};
-
-void memmodel_seq(const struct mem_prepared *mp, int32_t seq_len, struct mem_seq *ms);
-
-/* The prediction for micro-batch b and sequence length s. */
-void memmodel_eval(const struct model_plan *p, const struct train_config *c,
-                   const struct mem_options *opt, const struct mem_prepared *mp,
-                   struct mem_estimate *e);
-
-/* memmodel_eval's `device` alone, without the per-phase breakdown (ms: memmodel_seq at
- * c->seq_len): what the sweep's point loop needs to decide "fits" (the kept points are
- * evaluated in full afterwards).
- * @return the same bytes as memmodel_eval's e->device (tests/test_memdetail.c checks it). */
-uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
-                       const struct mem_options *opt, const struct mem_prepared *mp,
-                       const struct mem_seq *ms);
-
-/* Convenience: prepare and evaluate c->micro_batch and c->seq_len. */
-void memmodel_predict(const struct model_plan *p, const struct train_config *c,
-                      const struct mem_options *opt, struct mem_estimate *e);
-
 /* A lower bound on the allocated peak of any run of c: the weights, gradients and optimizer
  * states at the optimizer step, or the weights, states and the block activations backward
  * cannot do without at the end of forward (only with exact_seq: every sample had seq_len
@@ -223,5 +191,16 @@ void memmodel_predict(const struct model_plan *p, const struct train_config *c,
  * applies to it. */
 uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c,
                         bool exact_seq, bool before_grads, enum mem_phase *at);
+
+/* What the caching allocator reserves for one term of `bytes`: requests up to 1 MiB are
+ * 512-byte granules of 2 MiB segments, larger ones get segments rounded up to 2 MiB
+ * (c10/cuda/CUDACachingAllocator). A select, not a branch: which side a term falls on
+ * changes from point to point of the sweep (bytes stays below BYTES_SAT = 2^62, so the sum
+ * cannot wrap). */
+static inline uint64_t memmodel_round(uint64_t bytes)
+{
+    const uint64_t unit = bytes <= (UINT64_C(1) << 20) ? 512 : UINT64_C(2) << 20;
+    return (bytes + unit - 1) & ~(unit - 1);
+}
 
 #endif

@@ -10,6 +10,8 @@
 #include <omp.h>
 #endif
 
+#include "mempoint.h"
+
 int sweep_hit_cmp(const void *a, const void *b)
 {
     const struct sweep_hit *x = a, *y = b;

@@ -8,7 +8,7 @@
 
 #include "catalog.h"
 #include "measured.h"
-#include "memmodel.h"
+#include "mempoint.h"
 #include "speed.h"
 #include "units.h"
 

@@ -1,0 +1,42 @@
+/* mempoint.h: one point of the memory model (memmodel.h prepares a configuration): the
+ * prediction for a micro-batch and sequence length, and the sweep's peak-only path.
+ * Pure functions, no I/O; memmodel_eval and memmodel_peak allocate nothing. */
+#ifndef LLMEM_MEMPOINT_H
+#define LLMEM_MEMPOINT_H
+
+#include "memmodel.h"
+
+/* The activations per token of each phase at one sequence length: the sweep computes them
+ * once per sequence length, memmodel_peak multiplies them by micro-batch x sequence. act[1]
+ * holds K and V repeated before SDPA, act[0] not (padded batches of one sample, see
+ * kv_rep_padded). */
+struct mem_seq {
+    int32_t seq_len;
+    uint64_t act[2][PHASE_COUNT];
+    uint64_t t_plain; /* tokens a micro-batch may hold for memmodel_peak's plain arithmetic
+                         (beyond, it evaluates in full with saturating sums) */
+    uint8_t phases[2][PHASE_COUNT]; /* per act: the phases that can hold the peak (those
+                                       another phase does not dominate term by term) */
+    int nphases[2];
+};
+
+void memmodel_seq(const struct mem_prepared *mp, int32_t seq_len, struct mem_seq *ms);
+
+/* The prediction for micro-batch b and sequence length s. */
+void memmodel_eval(const struct model_plan *p, const struct train_config *c,
+                   const struct mem_options *opt, const struct mem_prepared *mp,
+                   struct mem_estimate *e);
+
+/* memmodel_eval's `device` alone, without the per-phase breakdown (ms: memmodel_seq at
+ * c->seq_len): what the sweep's point loop needs to decide "fits" (the kept points are
+ * evaluated in full afterwards).
+ * @return the same bytes as memmodel_eval's e->device (tests/test_memdetail.c checks it). */
+uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
+                       const struct mem_options *opt, const struct mem_prepared *mp,
+                       const struct mem_seq *ms);
+
+/* Convenience: prepare and evaluate c->micro_batch and c->seq_len. */
+void memmodel_predict(const struct model_plan *p, const struct train_config *c,
+                      const struct mem_options *opt, struct mem_estimate *e);
+
+#endif
