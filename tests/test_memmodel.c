@@ -735,6 +735,28 @@ static void test_outputs_kept(void **state)
     assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_LOGITS], 32000);
 }
 
+/* torchtune @0217d44c's loop (feature logits-kept), bf16-pure, full, b = 2, s = 8 (t = 16):
+ * the shifted fp32 copy, 4 x 16 x 1000 = 64000, stays through the blocks' backward and the
+ * optimizer step and into the next forward; at the loss the path LOSS_KEPT holds it with
+ * the rest: 16 x 16 x 1000 = 256000 (the copy, log_softmax's output, nll_loss's and
+ * log_softmax's gradients). */
+static void test_logits_kept(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate plain, kept;
+    predict(&c, &plain);
+    c.features |= FEAT_LOGITS_KEPT;
+    predict(&c, &kept);
+    assert_int_equal(plain.phase[PHASE_BWD_FIRST][TERM_LOGITS], 0);
+    assert_int_equal(kept.phase[PHASE_FORWARD][TERM_LOGITS], 64000);
+    assert_int_equal(kept.phase[PHASE_BWD_LAST][TERM_LOGITS], 64000);
+    assert_int_equal(kept.phase[PHASE_BWD_FIRST][TERM_LOGITS], 64000);
+    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_LOGITS], 64000);
+    assert_int_equal(kept.phase[PHASE_LOSS][TERM_LOGITS], 256000);
+    assert_int_equal(kept.phase[PHASE_BWD_FIRST][TERM_ACTIVATIONS], plain.phase[PHASE_BWD_FIRST][TERM_ACTIVATIONS]);
+}
+
 /* The peak is the maximum over phases, and device = reserved + base (+ NCCL on 2+ GPUs). */
 static void test_peak_is_max_phase(void **state)
 {
@@ -947,6 +969,7 @@ int main(void)
         cmocka_unit_test(test_sequence_parallel),
         cmocka_unit_test(test_pipeline_fsdp_stages),
         cmocka_unit_test(test_outputs_kept),
+        cmocka_unit_test(test_logits_kept),
         cmocka_unit_test(test_empty_cache_replay),
         cmocka_unit_test(test_ds_default_bucket),
         cmocka_unit_test(test_fp8_activations), cmocka_unit_test(test_fp8_allgather),

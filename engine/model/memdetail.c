@@ -79,6 +79,8 @@
 #define SRC_PP_OUT "torch distributed/pipelining/stage.py forward_one_chunk: the last stage appends each " \
                    "micro-batch's output to output_chunks, cleared when the next step starts (01386103)"
 #define SRC_EVAL "litgpt: a validation pass keeps full 16-bit logits and their log_softmax"
+#define SRC_KEPT_LOGITS "PEFT MetaMathQA run.py L213-215 @5fe7f8f8 `outputs`; torchtune recipes @0217d44c `logits` " \
+    "(lora_finetune_single_device.py L460-469): held until the next forward returns"
 #define SRC_GATHER "torch FSDP: the root unit stays gathered (_post_forward_reshard), one block " \
                    "gathered, in backward + the prefetched block and a block's gradient; " \
                    "Gemini (no units): the whole 16-bit model (LLMem 5.2)"
@@ -659,6 +661,9 @@ static void logits_rows(struct build *b, const struct ctx *x)
     } else if (x->ph == PHASE_EVAL) {
         r = row_bytes(b, TERM_LOGITS, "validation logits + log_softmax", "bf16",
                       bytes_mul(entries, x->mp.eval_logits_tok), SRC_EVAL);
+    } else if (x->mp.lg_tok[x->ph]) { /* a loop's kept logits (memmodel.c kept_outputs, kept_logits) */
+        r = row_bytes(b, TERM_LOGITS, "logits the loop keeps past the loss", x->mp.lg_tok[x->ph] == 4 ? "fp32" : "bf16",
+                      bytes_mul(entries, x->mp.lg_tok[x->ph]), SRC_KEPT_LOGITS);
     }
     if (r)
         snprintf(r->shape, sizeof r->shape, "%d x %d x %" PRId64, c->micro_batch, c->seq_len, x->mp.vocab);

@@ -839,6 +839,20 @@ static uint64_t latent_tok(const struct model_spec *m, uint64_t ea, bool trained
     return (4 + (trained ? ea : 0) + ea) * (uint64_t)(m->kv_lora_rank + m->q_lora_rank);
 }
 
+/* torchtune's recipes at 0217d44c (feature logits-kept) rebind `logits` to the shifted
+ * fp32 copy and never delete it: `logits = self._model(input_ids)`, `logits =
+ * logits[..., :-1, :].contiguous()`, `logits = logits.transpose(1, 2)`, loss.backward()
+ * (recipes/lora_finetune_single_device.py L460-469, full_finetune_distributed.py
+ * L478-488). The copy (fp32: TransformerDecoder.forward returns `self.output(h).float()`,
+ * torchtune/modules/transformer.py L210) lives on through the blocks' backward and the
+ * optimizer step until the next step's forward returns and rebinds the name: 4 bytes per
+ * token and vocab entry in every phase but the loss, whose path (LOSS_KEPT) has it. */
+static void kept_logits(const struct train_config *c, struct mem_prepared *mp)
+{
+    if (c->features & FEAT_LOGITS_KEPT)
+        mp->kept_logits_tok = 4;
+}
+
 /* A loop that keeps the model's `outputs` as a plain local (feature outputs-kept: PEFT's
  * method_comparison/MetaMathQA/run.py L213-215 @5fe7f8f8, 8be1a16f, 51c2ff66:
  * `outputs = model(**batch, ...)`, never deleted) holds them from its forward until the
@@ -853,6 +867,7 @@ static void kept_outputs(const struct model_plan *p, const struct train_config *
                          struct mem_prepared *mp)
 {
     const struct model_spec *m = &p->spec;
+    kept_logits(c, mp);
     if (!(c->features & FEAT_OUTPUTS_KEPT))
         return;
     mp->kept_logits_tok = ea;
@@ -1105,8 +1120,9 @@ static void point_coeffs(struct mem_prepared *mp)
     mp->cm_tok[PHASE_BWD_FIRST] = bytes_add(mp->cm_tok[PHASE_BWD_FIRST], mp->pp_recv_first_tok);
     mp->cm_tok[PHASE_LOSS] = bytes_add(mp->cm_tok[PHASE_LOSS], mp->pp_recv_last_tok);
     mp->cm_tok[PHASE_BWD_LAST] = bytes_add(mp->cm_tok[PHASE_BWD_LAST], mp->pp_recv_last_tok);
-    /* 16-bit logits per vocab entry outside the loss path: those a loop keeps past the loss
-     * (kept_outputs; inside the loss path at the loss itself), the evaluation pass's */
+    /* logits per vocab entry outside the loss path: those a loop keeps past the loss
+     * (kept_outputs, kept_logits; inside the loss path at the loss itself), the evaluation
+     * pass's */
     mp->lg_tok[PHASE_FORWARD] = mp->kept_logits_tok;
     for (int ph = PHASE_BWD_LAST; ph <= PHASE_OPTIMIZER; ph++)
         mp->lg_tok[ph] = mp->kept_logits_tok;

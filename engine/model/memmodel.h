@@ -86,7 +86,8 @@ struct mem_prepared {
     uint64_t eval_logits_tok;/* per token and vocab entry in an evaluation pass */
     uint64_t comm_tok;       /* TP gather buffer per token */
     uint64_t kept_tok;       /* the KV cache a loop keeps in `outputs`, per token (all blocks) */
-    uint64_t kept_logits_tok;/* the 16-bit logits it keeps past the step, per token and vocab entry */
+    uint64_t kept_logits_tok;/* the logits a loop keeps past the loss (its 16-bit outputs, torchtune's
+                              * fp32 copy), bytes per token and vocab entry */
     uint64_t pp_out_tok;     /* pp (torch.distributed.pipelining, torchtitan): one micro-batch's
                                 logits the last stage keeps in output_chunks, per token and vocab
                                 entry (e_a), and how many of them are alive at its loss */
