@@ -662,8 +662,9 @@ static void logits_rows(struct build *b, const struct ctx *x)
         r = row_bytes(b, TERM_LOGITS, "validation logits + log_softmax", "bf16",
                       bytes_mul(entries, x->mp.eval_logits_tok), SRC_EVAL);
     } else if (x->mp.lg_tok[x->ph]) { /* a loop's kept logits (memmodel.c kept_outputs, kept_logits) */
-        r = row_bytes(b, TERM_LOGITS, "logits the loop keeps past the loss", x->mp.lg_tok[x->ph] == 4 ? "fp32" : "bf16",
-                      bytes_mul(entries, x->mp.lg_tok[x->ph]), SRC_KEPT_LOGITS);
+        const uint64_t per = x->mp.lg_tok[x->ph];
+        r = row_bytes(b, TERM_LOGITS, "logits the loop keeps past the loss", per == 4 ? "fp32" : "bf16",
+                      bytes_mul(entries, per), SRC_KEPT_LOGITS);
     }
     if (r)
         snprintf(r->shape, sizeof r->shape, "%d x %d x %" PRId64, c->micro_batch, c->seq_len, x->mp.vocab);
