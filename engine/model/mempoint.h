@@ -1,6 +1,8 @@
 /* mempoint.h: one point of the memory model (memmodel.h prepares a configuration): the
  * prediction for a micro-batch and sequence length, and the sweep's peak-only path.
- * Pure functions, no I/O; memmodel_eval and memmodel_peak allocate nothing. */
+ * Pure functions, no I/O. memmodel_peak allocates nothing; memmodel_eval only for a loop that
+ * empties the cache (feature empty-cache: its whole-step replay, stepreplay.h), which the
+ * sweep's points never are. */
 #ifndef LLMEM_MEMPOINT_H
 #define LLMEM_MEMPOINT_H
 
