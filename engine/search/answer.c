@@ -5,9 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "speed.h"
 #include "units.h"
@@ -564,17 +561,6 @@ static void fill_recipe(struct report *r, const struct sweep *s, const struct sw
     }
 }
 
-/* The threads answer_build evaluates with: the sweep's. */
-static int answer_threads(const struct sweep *s)
-{
-#ifdef _OPENMP
-    return s->par.threads > 0 ? s->par.threads : omp_get_max_threads();
-#else
-    (void)s;
-    return 1;
-#endif
-}
-
 /* Every recipe of the report, order[0..n): the slots of its rows and layouts per GPU count
  * counted first, then the recipes filled in parallel (each writes only its own slots).
  * Returns 0 or -1 without memory. */
@@ -596,7 +582,7 @@ static int add_recipes(struct report *r, const struct sweep *s, const struct swe
         free(by0);
         return -1;
     }
-#pragma omp parallel for num_threads(answer_threads(s)) schedule(dynamic, 16)
+#pragma omp parallel for num_threads(sweep_threads(s)) schedule(dynamic, 16)
     for (long i = 0; i < (long)n; i++)
         fill_recipe(r, s, res, order[i], (size_t)i, row0[i], by0[i]);
     r->nrecipes = n, r->nrows = rows, r->nby = by;
@@ -701,7 +687,7 @@ static struct sweep_cell *featured_all(const struct report *r, const struct swee
     struct sweep_cell *cells = malloc((s->nmodels ? s->nmodels : 1) * stride * sizeof *cells);
     if (!cells)
         return NULL;
-#pragma omp parallel for num_threads(answer_threads(s)) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(sweep_threads(s)) schedule(dynamic, 1)
     for (long m = 0; m < (long)s->nmodels; m++) {
         featured[m] = featured_recipe(r, (uint32_t)m);
         if (featured[m] != SIZE_MAX)

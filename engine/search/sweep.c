@@ -356,6 +356,16 @@ static void free_worker(struct worker *w, size_t nrecipes)
     free(w->by_gpu);
 }
 
+int sweep_threads(const struct sweep *s)
+{
+#ifdef _OPENMP
+    return s->par.threads > 0 ? s->par.threads : omp_get_max_threads();
+#else
+    (void)s;
+    return 1;
+#endif
+}
+
 int sweep_run(const struct sweep *s, struct sweep_result *r)
 {
     const struct sweep_params *o = &s->par;
@@ -365,7 +375,7 @@ int sweep_run(const struct sweep *s, struct sweep_result *r)
     const size_t limit = (o->top > 0 && !o->all) ? (size_t)o->top : 0;
     const size_t shard_n = o->shard_n ? (size_t)o->shard_n : 1;
     const size_t shard_k = o->shard_n ? (size_t)o->shard_k - 1 : 0;
-    int nthreads = 1, failed = 0;
+    int nthreads, failed = 0;
     atomic_size_t done = 0;
     double t0 = now_s(), last = t0;
 
@@ -378,9 +388,7 @@ int sweep_run(const struct sweep *s, struct sweep_result *r)
         return -1;
     for (size_t g = shard_k; g < sp->ngroups; g += shard_n)
         r->space += (uint64_t)(group_end(sp, g) - sp->group[g]) * (uint64_t)sp->nseq * (uint64_t)sp->nbatch;
-#ifdef _OPENMP
-    nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
-#endif
+    nthreads = sweep_threads(s);
     struct worker *workers = calloc((size_t)nthreads, sizeof *workers);
     if (!workers)
         return -1;

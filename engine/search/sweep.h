@@ -120,6 +120,10 @@ struct sweep_point {
 
 /* Runs the sweep over s->space (a shard when par.shard_n > 0). Returns 0, or -1 when
  * memory runs out. */
+/* The threads a sweep evaluates with: --threads, or OpenMP's default (1 without OpenMP).
+ * answer_build evaluates its kept points on as many. */
+int sweep_threads(const struct sweep *s);
+
 int sweep_run(const struct sweep *s, struct sweep_result *r);
 void sweep_result_free(struct sweep_result *r);
 
