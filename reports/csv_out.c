@@ -75,16 +75,12 @@ static void put_text(struct line *l, const char *s)
 
 static void put_int(struct line *l, int64_t v)
 {
-    char buf[24];
-    int k = (int)sizeof buf;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    buf[--k] = ',';
-    do
-        buf[--k] = (char)('0' + u % 10);
-    while ((u /= 10) != 0);
+    char buf[NUMFMT_UINT_MAX + 2];
+    char *at = numfmt_uint(v < 0 ? 0 - (uint64_t)v : (uint64_t)v, buf + sizeof buf - 1);
+    buf[sizeof buf - 1] = ',';
     if (v < 0)
-        buf[--k] = '-';
-    put_raw(l, buf + k, sizeof buf - (size_t)k);
+        *--at = '-';
+    put_raw(l, at, (size_t)(buf + sizeof buf - at));
 }
 
 static void put_num(struct line *l, double v, int decimals)

@@ -6,6 +6,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+char *numfmt_uint(uint64_t v, char *end)
+{
+    do
+        *--end = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    return end;
+}
+
 /* The sweep's reports print tens of numbers per layout and printf's exact binary-to-decimal
  * conversion was most of the default sweep's time, so the common case takes a fast path
  * that yields the same characters. |v| x 10^d is rounded once (10^d is exact for d <= 9),
@@ -27,17 +35,14 @@ static bool fixed_fast(double v, int d, char *buf, size_t n)
     if (fabs(frac - 0.5) <= p * 0x1p-50)
         return false;
     const uint64_t r = (uint64_t)whole + (frac > 0.5);
-    uint64_t ip = r / unit[d], fp = r % unit[d];
-    char digits[24];
-    int k = 0;
-    do
-        digits[k++] = (char)('0' + ip % 10);
-    while ((ip /= 10) != 0);
+    uint64_t fp = r % unit[d];
+    char digits[NUMFMT_UINT_MAX];
+    const char *ip = numfmt_uint(r / unit[d], digits + sizeof digits);
     char *o = buf;
     if (signbit(v)) /* printf keeps the sign of a negative that rounds to zero: -0.000 */
         *o++ = '-';
-    while (k)
-        *o++ = digits[--k];
+    while (ip < digits + sizeof digits)
+        *o++ = *ip++;
     if (d) {
         *o++ = '.';
         for (int i = d - 1; i >= 0; i--, fp /= 10)

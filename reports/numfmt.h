@@ -6,9 +6,16 @@
 #define LLMEM_NUMFMT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define NUMFMT_MAX 400 /* enough for %.6f of 1e300 */
+
+#define NUMFMT_UINT_MAX 20 /* decimal digits of UINT64_MAX */
+
+/* The decimal digits of v, written backwards so that they end just before `end` (no
+ * terminator). @return where they start. */
+char *numfmt_uint(uint64_t v, char *end);
 
 /* v with `decimals` decimals into buf (n bytes); returns buf. */
 char *numfmt_fixed(double v, int decimals, char *buf, size_t n);
