@@ -66,9 +66,7 @@ static void text_config(const struct explanation *x, FILE *f)
     fprintf(f, "), micro-batch %d, seq %d\n", c->micro_batch, c->seq_len);
     if (c->method == METHOD_OFFLOAD)
         fprintf(f, "           offload %s: %.3f GiB of host memory a GPU (%.3f GiB a node of %d)\n",
-                offload_name(c->offload), units_gib(e->host),
-                units_gib(e->host) * (c->gpus < x->gpus_per_node ? c->gpus : x->gpus_per_node),
-                x->gpus_per_node);
+                offload_name(c->offload), units_gib(e->host), units_gib(x->pt.host_node), x->gpus_per_node);
     fprintf(f, "           %s, %s", precision_name(c->precision), finetune_name(c->finetune));
     if (c->finetune != FT_FULL)
         fprintf(f, " r=%d on %s, base %s", c->lora_r, x->targets, quant_name(c->quant));
@@ -143,6 +141,11 @@ static void text_verdict(const struct explanation *x, FILE *f)
     if (pt->cfg.method == METHOD_PP)
         fprintf(f, ", pipeline bubble %.4f", pt->speed.bubble_s);
     fprintf(f, "), %.1f tokens/s\n", pt->speed.tokens_per_s);
+    if (pt->host_over) {
+        fprintf(f, "verdict    DOES NOT FIT: the offload fills %.2f GiB of host memory a node, above "
+                   "--host-memory %.2f GiB\n", units_gib(pt->host_node), units_gib(x->host_budget));
+        return;
+    }
     fprintf(f, "verdict    %s: %.2f GiB headroom of %.2f GiB", pt->fits ? "fits" : "DOES NOT FIT",
             units_gib(x->budget) - units_gib(pt->peak), units_gib(x->budget));
     if (x->par.margin_pct < 0)
@@ -285,8 +288,12 @@ int explain_write_json(const struct explanation *x, FILE *f)
         "inputs", inputs_json(x), "phases", phases_json(e), "gpu", x->gpu, "paper", x->par.paper,
         "budget_bytes", (json_int_t)x->budget, "fits", pt->fits, "rule", x->rule);
     json_object_set_new(root, "speed", speed_json(pt));
-    if (pt->cfg.method == METHOD_OFFLOAD)
+    if (pt->cfg.method == METHOD_OFFLOAD) {
         json_object_set_new(root, "host_bytes", json_integer((json_int_t)e->host));
+        json_object_set_new(root, "host_node_bytes", json_integer((json_int_t)pt->host_node));
+    }
+    if (x->host_budget)
+        json_object_set_new(root, "host_budget_bytes", json_integer((json_int_t)x->host_budget));
     json_object_set_new(root, "band", band_json(x));
     if (!pt->fits)
         json_object_set_new(root, "suggestions", changes_json(x));

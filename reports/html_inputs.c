@@ -302,6 +302,9 @@ static void write_gpu_input(struct html_out *o)
         fprintf(f, " (%s bytes)", b);
     }
     fputs("</dd>\n", f);
+    if (m->host_budget_bytes)
+        fprintf(f, "<dt>Host memory</dt><dd>%.2f GiB a node for offloaded states (--host-memory); "
+                   "%" PRIu64 " points overfill it</dd>\n", units_gib(m->host_budget_bytes), m->host_over);
     if (m->stack[0]) {
         fputs("<dt>Training stack</dt><dd>", f);
         html_text(f, m->stack);

@@ -167,6 +167,8 @@ static json_t *meta_json(const struct report_meta *m)
     json_object_set_new(o, "version", json_string(m->version ? m->version : ""));
     json_object_set_new(o, "gpu", json_string(m->gpu));
     json_object_set_new(o, "budget_gib", rounded(m->budget_gib, 3));
+    json_object_set_new(o, "host_memory_gib", /* --host-memory; null: not checked */
+                        m->host_budget_bytes ? rounded(units_gib(m->host_budget_bytes), 3) : json_null());
     json_object_set_new(o, "stack", json_string(m->stack));
     json_object_set_new(o, "rank", json_string(m->rank_mode));
     json_object_set_new(o, "paper", json_boolean(m->paper));

@@ -19,6 +19,7 @@ static void fill_meta(struct report_meta *m, const struct sweep *s, const struct
     m->gpu_memory_gib = units_gib(s->gpu->memory_bytes);
     m->budget_bytes = s->budget;
     m->gpu_memory_bytes = s->gpu->memory_bytes;
+    m->host_budget_bytes = s->host_budget;
     snprintf(m->stack, sizeof m->stack, "%s", stack_name(o->axes.stack));
     snprintf(m->rank_mode, sizeof m->rank_mode, "%s", o->llmem_rank ? "llmem" : "speed");
     m->paper = o->paper;
@@ -45,6 +46,7 @@ int report_from_sweep(struct report *r, const struct sweep *s, const struct swee
     r->meta.evaluated = res->evaluated;
     r->meta.pruned = res->pruned;
     r->meta.fitting = res->fitting;
+    r->meta.host_over = res->host_over;
     return answer_build(r, s, res);
 }
 

@@ -54,9 +54,17 @@ static int write_outputs(const struct report *r, const struct options *o)
 
 /* Exit 1's message: the closest miss, the term that binds it, and the nearest changes
  * that make it fit. */
-static void explain_miss(const struct report *r, const struct sweep *s, const struct options *o)
+static void explain_miss(const struct report *r, const struct sweep *s, const struct sweep_result *res,
+                         const struct options *o)
 {
+    if (res->host_over)
+        fprintf(stderr, "llmem-sweep: %" PRIu64 " points left out: their offload fills more than "
+                        "--host-memory %.2f GiB of a node\n", res->host_over, units_gib(s->host_budget));
     fprintf(stderr, "llmem-sweep: no configuration fits %.2f GiB", units_gib(s->budget));
+    if (!r->has_closest && res->host_over) { /* every configuration was left out */
+        fprintf(stderr, " and --host-memory\n");
+        return;
+    }
     if (!r->has_closest) {
         char why[1024] = "";
         if (s->space.nouter == 0 && s->nmodels > 0)
@@ -129,14 +137,18 @@ int cmd_sweep(int argc, char **argv)
         fprintf(stderr, "llmem-sweep: out of memory\n");
         rc = EXIT_IO;
     }
-    if (!rc && !o.quiet)
+    if (!rc && !o.quiet) {
         fprintf(stderr, "llmem-sweep: %" PRIu64 " points, %" PRIu64 " evaluated, %" PRIu64
-                        " pruned, %" PRIu64 " fit %.2f GiB on %s\n",
-                res.space, res.evaluated, res.pruned, res.fitting, units_gib(j.sweep.budget), j.gpu.name);
+                        " pruned", res.space, res.evaluated, res.pruned);
+        if (res.host_over)
+            fprintf(stderr, " (%" PRIu64 " of them over --host-memory)", res.host_over);
+        fprintf(stderr, ", %" PRIu64 " fit %.2f GiB on %s\n", res.fitting, units_gib(j.sweep.budget),
+                j.gpu.name);
+    }
     if (!rc)
         rc = write_outputs(&rep, &j.opt);
     if (!rc && res.fitting == 0) {
-        explain_miss(&rep, &j.sweep, &j.opt);
+        explain_miss(&rep, &j.sweep, &res, &j.opt);
         rc = EXIT_NOTHING_FITS;
     }
     report_free(&rep);

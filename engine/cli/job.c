@@ -149,6 +149,7 @@ int job_init(struct job *j, const struct options *o)
     };
     s->gpu = &j->gpu;
     s->budget = j->opt.budget;
+    s->host_budget = j->opt.host_memory;
     mem_options_for_gpu(&j->gpu, j->opt.paper, &s->mem);
     if (j->opt.base_set)
         s->mem.base_bytes = j->opt.base;

@@ -320,6 +320,7 @@ static const struct opt_row table[] = {
     INTS("--gpus", axes.gpus, 1, 4096),
     NUM("--gpus-per-node", SW, T_INT, O(axes.gpus_per_node), 1, 4096, NULL),
     NAMES("--grad-ckpt", axes.ckpts, axes.nckpts, ckpt_mode_parse, CKPT_COUNT),
+    NUM("--host-memory", SW, T_SIZE, O(host_memory), 0, 0, NULL),
     INTS("--lora-r", axes.lora_r, 1, 65536),
     CALL("--lora-targets", SW, set_targets),
     CALL("--margin", SW, set_margin),
@@ -784,6 +785,8 @@ void options_usage(enum options_mode mode)
           "                     sharded over ep ranks of the data-parallel group\n"
           "  --offload WHAT     method offload keeps in host memory: optimizer (default; fp32\n"
           "                     master weights, states, gradients) or params (also the weights)\n"
+          "  --host-memory SIZE host memory of one node for offloaded states (default: not\n"
+          "                     checked); offload layouts that need more do not fit\n"
           "  --pp-microbatches N  micro-batches of one pipelined step (default 4 x pp)\n"
           "  --stack NAME       hf (default; transformers >= 4.49), hf-4.46 (4.46-4.48),\n"
           "                     hf-4.31 (4.31-4.45), litgpt, torchtune, torchtitan, colossal\n"

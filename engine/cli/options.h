@@ -27,6 +27,7 @@ struct options {
 
     const char *gpu;          /* catalog GPU name; NULL = local GPU or H100-SXM-80GB */
     uint64_t budget;          /* 0 = from the GPU */
+    uint64_t host_memory;     /* --host-memory: a node's host memory for offload; 0 = unchecked */
     uint64_t base;            /* m_base override; 0 = the GPU's context size */
     bool base_set;
     bool paper;

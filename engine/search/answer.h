@@ -169,6 +169,8 @@ struct report_meta {
     double budget_gib;
     double gpu_memory_gib;       /* the selected GPU's memory */
     uint64_t budget_bytes, gpu_memory_bytes; /* the same in bytes (0: not known, merged) */
+    uint64_t host_budget_bytes;  /* --host-memory, a node's (0: unchecked or not known) */
+    uint64_t host_over;          /* points left out by it (with the counts) */
     char warning[240];           /* e.g. a budget above the GPU's memory; "" when none */
     char stack[16];
     char rank_mode[16];

@@ -41,6 +41,7 @@ int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
     snprintf(x->gpu, sizeof x->gpu, "%s", s->gpu->name);
     x->gpus_per_node = s->gpu->gpus_per_node;
     x->budget = s->budget;
+    x->host_budget = s->host_budget;
     x->base_bytes = s->mem.base_bytes;
     if (pt->rule >= 0)
         snprintf(x->rule, sizeof x->rule, "%s", rules_label(s->rules, pt->rule));

@@ -30,6 +30,7 @@ struct explanation {
     char gpu[GPU_NAME_MAX];
     int32_t gpus_per_node;
     uint64_t budget, base_bytes;    /* the budget and m_base */
+    uint64_t host_budget;           /* --host-memory; 0 = unchecked */
     char rule[ANSWER_TEXT_MAX];     /* the measured rule that binds; "" when none */
     char band_group[64];
     bool band_table;                /* a band.csv was read (else: the data folder has none) */

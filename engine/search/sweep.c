@@ -63,6 +63,7 @@ struct worker {
     struct recipe_acc *rec; /* per recipe id */
     size_t limit;           /* 0 = keep all */
     uint64_t evaluated, fitting;
+    uint64_t host_over;     /* points left out: offload over --host-memory */
     bool failed;
     struct sweep_hit *by_gpu; /* per (recipe, GPU count) */
 };
@@ -151,7 +152,18 @@ struct prepared {
     const struct model_plan *plan;
     struct band band;         /* the configuration's error band */
     double fit_factor;        /* peak x this must fit the budget (--margin) */
+    bool host_over;           /* its offloaded states overfill a node's --host-memory */
 };
+
+/* Host memory a node gives the configuration's offloaded states: each of its GPUs on the
+ * node keeps its share there (mem_prepared.host, per GPU). */
+static uint64_t node_host_bytes(const struct sweep *s, const struct prepared *pr)
+{
+    const int32_t per_node = s->gpu && s->gpu->gpus_per_node > 0 ? s->gpu->gpus_per_node
+                                                                 : GPU_PER_NODE_DEFAULT;
+    const int32_t on_node = pr->cfg.gpus < per_node ? pr->cfg.gpus : per_node;
+    return bytes_mul(pr->mem.host, (uint64_t)on_node);
+}
 
 static void prepare(const struct sweep *s, uint32_t model, const struct train_config *c,
                     struct prepared *pr)
@@ -171,6 +183,14 @@ static void prepare(const struct sweep *s, uint32_t model, const struct train_co
     if (pr->rules.set >= 0 && rules_set_band(s->rules, pr->rules.set, &pr->band.lo, &pr->band.hi))
         pr->band.level = BAND_CALIBRATION; /* a calibration's own held-out band */
     pr->fit_factor = s->par.margin_pct < 0 ? pr->band.hi : 1.0 + s->par.margin_pct / 100.0;
+    pr->host_over = s->host_budget && node_host_bytes(s, pr) > s->host_budget;
+}
+
+/* Whether a point of pr with this peak fits: the GPU's budget under --margin, and the
+ * node's host memory under --host-memory (the same for all the configuration's points). */
+static bool point_fits(const struct sweep *s, const struct prepared *pr, uint64_t peak)
+{
+    return !pr->host_over && band_scale(peak, pr->fit_factor) <= s->budget;
 }
 
 /* Moves the point loop to sequence length seq: the memory model's per-sequence terms. */
@@ -230,6 +250,10 @@ static bool sweep_outer(const struct sweep *s, size_t oi, struct worker *w)
     const struct space_outer *so = &sp->outer[oi];
     struct prepared pr;
     prepare(s, so->model, &so->cfg, &pr);
+    if (pr.host_over) { /* no point of it fits; a larger rank offloads more: prune like a miss */
+        w->host_over += (uint64_t)sp->nseq * (uint64_t)sp->nbatch;
+        return true;
+    }
     const int gi = space_gpu_index(sp, pr.cfg.gpus);
     uint64_t base = (uint64_t)oi * (uint64_t)sp->nseq * (uint64_t)sp->nbatch;
 
@@ -243,7 +267,7 @@ static bool sweep_outer(const struct sweep *s, size_t oi, struct worker *w)
             pr.cfg.micro_batch = sp->batch[bi];
             struct sweep_hit hit = {.index = base + (uint64_t)si * (uint64_t)sp->nbatch + (uint64_t)bi};
             hit.peak = point_peak(s, &pr);
-            hit.fits = band_scale(hit.peak, pr.fit_factor) <= s->budget;
+            hit.fits = point_fits(s, &pr, hit.peak);
             w->evaluated++;
             if (hit.fits) {
                 hit.score = point_score(s, &pr, &spd);
@@ -296,6 +320,7 @@ static double now_s(void)
 static void merge_counts(struct sweep_result *r, const struct worker *w)
 {
     r->evaluated += w->evaluated;
+    r->host_over += w->host_over;
     r->fitting += w->fitting;
     for (size_t i = 0; i < r->nby_gpu; i++)
         if (w->by_gpu[i].fits)
@@ -466,7 +491,9 @@ static void eval_prepared(const struct sweep *s, struct prepared *pr, uint32_t m
     pt->peak_lo = band_scale(pt->peak, pr->band.lo);
     pt->peak_hi = band_scale(pt->peak, pr->band.hi);
     pt->fit_peak = band_scale(pt->peak, pr->fit_factor);
-    pt->fits = pt->fit_peak <= s->budget;
+    pt->host_node = node_host_bytes(s, pr);
+    pt->host_over = pr->host_over;
+    pt->fits = point_fits(s, pr, pt->peak);
     pt->score = point_score(s, pr, &pt->speed);
 }
 
@@ -482,6 +509,8 @@ void sweep_recipe_cells(const struct sweep *s, size_t recipe, struct sweep_cell 
             continue;
         struct prepared pr;
         prepare(s, so->model, &so->cfg, &pr);
+        if (pr.host_over) /* neither a fit nor a GPU-memory miss */
+            continue;
         struct sweep_cell *c = &cells[(size_t)pr.cfg.method * (size_t)sp->ngpus +
                                       (size_t)space_gpu_index(sp, pr.cfg.gpus)];
         at_seq(&pr, sp->seq[si]);
@@ -491,7 +520,7 @@ void sweep_recipe_cells(const struct sweep *s, size_t recipe, struct sweep_cell 
             pr.cfg.micro_batch = sp->batch[bi];
             struct sweep_hit hit = {.index = base + (uint64_t)bi};
             hit.peak = point_peak(s, &pr);
-            hit.fits = band_scale(hit.peak, pr.fit_factor) <= s->budget;
+            hit.fits = point_fits(s, &pr, hit.peak);
             if (hit.fits) {
                 hit.score = point_score(s, &pr, &spd);
                 if (!c->has_fit || sweep_hit_cmp(&hit, &c->fit) < 0)

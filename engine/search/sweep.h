@@ -73,6 +73,7 @@ struct sweep {
     size_t nmodels;
     const struct gpu_spec *gpu;
     uint64_t budget;
+    uint64_t host_budget;      /* a node's host memory for offloaded states; 0 = unchecked */
     struct mem_options mem;
     struct rule_book *rules;   /* NULL without --rules */
     const struct band_table *band; /* error bands (datasets/band.csv); NULL: none */
@@ -90,6 +91,7 @@ struct sweep_recipe {
 
 struct sweep_result {
     uint64_t space, evaluated, pruned, fitting;
+    uint64_t host_over;        /* of the pruned: points whose offload overfills --host-memory */
     struct sweep_hit *hits;    /* per recipe, best first (see sweep_recipe) */
     size_t nhits;
     struct sweep_recipe *recipes; /* space_recipes(&space) of them, by recipe id */
@@ -115,6 +117,8 @@ struct sweep_point {
     uint64_t fit_peak;         /* what must fit the budget under --margin */
     int rule;                  /* rule candidate, -1 none */
     double score;
+    uint64_t host_node;        /* host memory its offload fills on one node (0: none) */
+    bool host_over;            /* host_node exceeds --host-memory: it does not fit */
     bool fits;
 };
 
