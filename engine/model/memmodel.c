@@ -998,7 +998,9 @@ void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, 
  *   PR #153383, merged 2025-05-13, made it `if self.is_last`; the PR: "we should not keep the
  *   outputs of each stage in memory"), so the first stage keeps all m of its [b, s/tp, h]
  *   outputs, which no block on it saves (a checkpointed block keeps its input, not its
- *   output). torchtitan from 83e69410 (2025-07-28, FEAT_FSDP_END_UNITS) runs a torch after it.
+ *   output). torchtitan from 83e69410 (2025-07-28, FEAT_FSDP_END_UNITS) runs a torch after it,
+ *   where only the min(m, pp) outputs in flight stay (fwd_cache's stage_output, the root of
+ *   each micro-batch's backward).
  * - the last stage's input gradients: its receive buffers are leaves with requires_grad
  *   (_prepare_forward_infra: `r.buffer.requires_grad_(True)`), stage_backward's
  *   torch.autograd.backward accumulates each micro-batch's input gradient into the buffer's
@@ -1010,7 +1012,9 @@ void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, 
 static void pp_stage_io_kept(const struct train_config *c, uint64_t m, uint64_t io,
                              struct mem_prepared *mp)
 {
-    mp->pp_outs_first_tok = (c->features & FEAT_FSDP_END_UNITS) ? 0 : m * io;
+    /* a later torch still holds the outputs in flight, in fwd_cache until their backward */
+    const uint64_t pp = (uint64_t)train_pp(c), inflight = m < pp ? m : pp;
+    mp->pp_outs_first_tok = ((c->features & FEAT_FSDP_END_UNITS) ? inflight : m) * io;
     mp->pp_igrad_last_tok = (m > 0 ? m - 1 : 0) * io;
 }
 
