@@ -682,8 +682,9 @@ static void test_pipeline_fsdp_stages(void **state)
     struct mem_estimate e;
     predict(&c, &e);
     const uint64_t *fwd = e.phase[PHASE_FORWARD], *bwd = e.phase[PHASE_BWD_FIRST];
-    assert_in_range(fwd[TERM_COMM], 2 * 100992 + 16384 - 1, 2 * 100992 + 16384);
-    assert_in_range(bwd[TERM_COMM], 2 * 100992 + 16384 - 1, 2 * 100992 + 16384);
+    /* + the first stage's 8 outputs torch's pipelining keeps (test_pipeline_stage_io_kept) */
+    assert_in_range(fwd[TERM_COMM], 2 * 100992 + 2 * 16384 - 1, 2 * 100992 + 2 * 16384);
+    assert_in_range(bwd[TERM_COMM], 2 * 100992 + 2 * 16384 - 1, 2 * 100992 + 2 * 16384);
     assert_in_range(fwd[TERM_GRADS], 4 * 100992 - 4, 4 * 100992);
     assert_in_range(bwd[TERM_GRADS], 4 * 100992 - 4, 4 * 100992);
     /* the last stage keeps every micro-batch's 2-byte logits in output_chunks (torch
@@ -703,6 +704,47 @@ static void test_pipeline_fsdp_stages(void **state)
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_COMM], 4096);
     assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 192000);
     assert_int_equal(e.phase[PHASE_BWD_LAST][TERM_LOGITS], 0);
+}
+
+/* What torch's pipelining (the 2024-12 nightly torchtitan 9dec370 runs) keeps of each
+ * micro-batch at a stage boundary until the next step, beside the receive buffers, on the
+ * tiny model's 2 stages (h 64, bf16, t = 16 tokens a micro-batch, 8 micro-batches, tp 1):
+ * the first stage's outputs in output_chunks, 8 x 16 x 2h = 16384 in its phases; the last
+ * stage's input gradients in its receive buffers' .grad, 7 x 16 x 2h = 14336 at the last
+ * micro-batch's loss and its last block's backward (the 7 earlier micro-batches). torch
+ * from PR #153383 (torchtitan >= 83e69410, fsdp-end-units) keeps only the first stage's
+ * outputs in flight, min(m, pp) = 2: 2 x 2048, 12288 less. */
+static void test_pipeline_stage_io_kept(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.method = METHOD_PP, c.gpus = c.pp = 2, c.microbatches = 8, c.precision = PREC_BF16;
+    c.stack = STACK_TORCHTITAN, c.features = stack_features(STACK_TORCHTITAN);
+    struct mem_prepared mp;
+    struct mem_options mo;
+    mem_options_for_gpu(NULL, false, &mo);
+    memmodel_prepare(&plan, &c, &mo, &mp);
+    assert_int_equal(mp.pp_outs_first_tok * 16, 16384);
+    assert_int_equal(mp.pp_igrad_last_tok * 16, 14336);
+    struct mem_estimate e, late;
+    predict(&c, &e);
+    c.features |= FEAT_FSDP_END_UNITS;
+    predict(&c, &late);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_COMM] - late.phase[PHASE_FORWARD][TERM_COMM], 12288);
+    assert_int_equal(e.phase[PHASE_BWD_FIRST][TERM_COMM] - late.phase[PHASE_BWD_FIRST][TERM_COMM], 12288);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_COMM], late.phase[PHASE_LOSS][TERM_COMM]);
+    /* the last stage: its 8 input buffers (test_pipeline_fsdp_stages) + the 7 gradients */
+    c.features &= ~FEAT_FSDP_END_UNITS;
+    c.microbatches = 1;
+    struct mem_estimate one;
+    predict(&c, &one);
+    c.microbatches = 8;
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_COMM] - one.phase[PHASE_LOSS][TERM_COMM], 7 * 2048 + 7 * 2048);
+    assert_int_equal(e.phase[PHASE_BWD_LAST][TERM_COMM] - one.phase[PHASE_BWD_LAST][TERM_COMM], 7 * 2048 + 7 * 2048);
+    /* Megatron's pipelines (stack hf) keep none of them */
+    c.stack = STACK_HF, c.features = stack_features(STACK_HF);
+    memmodel_prepare(&plan, &c, &mo, &mp);
+    assert_int_equal(mp.pp_outs_first_tok + mp.pp_igrad_last_tok, 0);
 }
 
 /* A loop that keeps `outputs` (feature outputs-kept), bf16-pure, full, b = 2, s = 8 (t = 16),
@@ -968,6 +1010,7 @@ int main(void)
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_sequence_parallel),
         cmocka_unit_test(test_pipeline_fsdp_stages),
+        cmocka_unit_test(test_pipeline_stage_io_kept),
         cmocka_unit_test(test_outputs_kept),
         cmocka_unit_test(test_logits_kept),
         cmocka_unit_test(test_empty_cache_replay),

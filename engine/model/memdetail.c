@@ -78,6 +78,10 @@
                     "_create_grad_recv_info: one buffer per micro-batch, kept across steps (01386103)"
 #define SRC_PP_OUT "torch distributed/pipelining/stage.py forward_one_chunk: the last stage appends each " \
                    "micro-batch's output to output_chunks, cleared when the next step starts (01386103)"
+#define SRC_PP_OUTS "torch distributed/pipelining/stage.py forward_one_chunk: every stage appends its output " \
+                    "to output_chunks until pytorch#153383 (2025-05), cleared when the next step starts"
+#define SRC_PP_IGRAD "torch distributed/pipelining/_backward.py stage_backward: each input gradient stays " \
+                     "in its receive buffer's .grad until clear_runtime_states (before pytorch#164329)"
 #define SRC_EVAL "litgpt: a validation pass keeps full 16-bit logits and their log_softmax"
 #define SRC_KEPT_LOGITS "PEFT MetaMathQA run.py L213-215 @5fe7f8f8 `outputs`; torchtune recipes @0217d44c `logits` " \
     "(lora_finetune_single_device.py L460-469): held until the next forward returns"
@@ -698,6 +702,10 @@ static void comm_rows(struct build *b, const struct ctx *x)
         if (tok)
             tok_row(b, x, TERM_COMM, first ? "pipeline gradient receive buffers" : "pipeline input receive buffers",
                     tok, 1, 0, 0, SRC_PP_RECV);
+        const uint64_t kept = first ? x->mp.pp_outs_first_tok : x->mp.pp_igrad_last_tok;
+        if (kept)
+            tok_row(b, x, TERM_COMM, first ? "pipeline stage outputs (output_chunks)" : "pipeline input gradients (.grad)",
+                    kept, 1, 0, 0, first ? SRC_PP_OUTS : SRC_PP_IGRAD);
     }
 }
 

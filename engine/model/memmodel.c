@@ -990,6 +990,34 @@ void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, 
                               .kv_rep = kv_rep, .kv_rep_on = kv_rep_on};
 }
 
+/* What torch's pipelining keeps of each micro-batch at the stage boundary until the next
+ * step's clear_runtime_states, beside the receive buffers (torchtitan 9dec370 runs the torch
+ * nightly of 2024-12-23, 1963fc83):
+ * - the first stage's output: forward_one_chunk appended every stage's output to
+ *   output_chunks (`self.output_chunks.append(output)`, unconditional until pytorch/pytorch
+ *   PR #153383, merged 2025-05-13, made it `if self.is_last`; the PR: "we should not keep the
+ *   outputs of each stage in memory"), so the first stage keeps all m of its [b, s/tp, h]
+ *   outputs, which no block on it saves (a checkpointed block keeps its input, not its
+ *   output). torchtitan from 83e69410 (2025-07-28, FEAT_FSDP_END_UNITS) runs a torch after it,
+ *   where only the min(m, pp) outputs in flight stay (fwd_cache's stage_output, the root of
+ *   each micro-batch's backward).
+ * - the last stage's input gradients: its receive buffers are leaves with requires_grad
+ *   (_prepare_forward_infra: `r.buffer.requires_grad_(True)`), stage_backward's
+ *   torch.autograd.backward accumulates each micro-batch's input gradient into the buffer's
+ *   .grad and returns it (_backward.py stage_backward: `grad_inputs.append(val.grad)`), and
+ *   only clear_runtime_states sets `a.buffer.grad = None` ("torch.autograd.backward() will
+ *   accumulate gradients into leaf tensors"): at the last micro-batch's loss and its last
+ *   block's backward the m - 1 earlier ones are alive (stage_backward's `val.grad = None`,
+ *   pytorch/pytorch PR #164329 of 2025-10, releases them early; not in these versions). */
+static void pp_stage_io_kept(const struct train_config *c, uint64_t m, uint64_t io,
+                             struct mem_prepared *mp)
+{
+    /* a later torch still holds the outputs in flight, in fwd_cache until their backward */
+    const uint64_t pp = (uint64_t)train_pp(c), inflight = m < pp ? m : pp;
+    mp->pp_outs_first_tok = ((c->features & FEAT_FSDP_END_UNITS) ? inflight : m) * io;
+    mp->pp_igrad_last_tok = (m > 0 ? m - 1 : 0) * io;
+}
+
 static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
                               struct mem_prepared *mp)
 {
@@ -1034,6 +1062,7 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
         const uint64_t m = (uint64_t)train_microbatches(c), io = er * h / sp;
         mp->pp_recv_first_tok = m * io;
         mp->pp_recv_last_tok = ((c->grad_ckpt || c->ckpt_selective) && m > 0 ? m - 1 : m) * io;
+        pp_stage_io_kept(c, m, io, mp);
     }
     kept_outputs(p, c, ea, mp);
 }
@@ -1120,6 +1149,11 @@ static void point_coeffs(struct mem_prepared *mp)
     mp->cm_tok[PHASE_BWD_FIRST] = bytes_add(mp->cm_tok[PHASE_BWD_FIRST], mp->pp_recv_first_tok);
     mp->cm_tok[PHASE_LOSS] = bytes_add(mp->cm_tok[PHASE_LOSS], mp->pp_recv_last_tok);
     mp->cm_tok[PHASE_BWD_LAST] = bytes_add(mp->cm_tok[PHASE_BWD_LAST], mp->pp_recv_last_tok);
+    /* the stage outputs and input gradients torch's pipelining keeps (pp_stage_io_kept) */
+    mp->cm_tok[PHASE_FORWARD] = bytes_add(mp->cm_tok[PHASE_FORWARD], mp->pp_outs_first_tok);
+    mp->cm_tok[PHASE_BWD_FIRST] = bytes_add(mp->cm_tok[PHASE_BWD_FIRST], mp->pp_outs_first_tok);
+    mp->cm_tok[PHASE_LOSS] = bytes_add(mp->cm_tok[PHASE_LOSS], mp->pp_igrad_last_tok);
+    mp->cm_tok[PHASE_BWD_LAST] = bytes_add(mp->cm_tok[PHASE_BWD_LAST], mp->pp_igrad_last_tok);
     /* logits per vocab entry outside the loss path: those a loop keeps past the loss
      * (kept_outputs, kept_logits; inside the loss path at the loss itself), the evaluation
      * pass's */

@@ -96,6 +96,10 @@ struct mem_prepared {
                                    (gradients of its output), per token of a micro-batch */
     uint64_t pp_recv_last_tok;  /* ... the last stage (its inputs, less the one in flight that
                                    is its first block's checkpoint) */
+    uint64_t pp_outs_first_tok; /* pp (torch pipelining before PR #153383): the first stage's
+                                   output of every micro-batch, kept in output_chunks */
+    uint64_t pp_igrad_last_tok; /* ... the last stage's input gradients of the micro-batches
+                                   already backwarded, kept as the receive buffers' .grad */
     uint64_t nccl;           /* device-level NCCL buffers */
     uint64_t paged;          /* optimizer states in managed memory (outside the allocator) */
     int32_t layers, tp;      /* layers, TP degree that divides the inner activations */
