@@ -706,6 +706,35 @@ static void test_pipeline_fsdp_stages(void **state)
     assert_int_equal(e.phase[PHASE_BWD_LAST][TERM_LOGITS], 0);
 }
 
+/* Blocks of the first and last pipeline stage (memmodel.c pp_stage_layers), read from
+ * act_layers: [0] the first stage's blocks x the micro-batches in flight (min(m, pp) = 8),
+ * [1] the last stage's. torchtitan's generate_split_points: L / pp on the first stage, the
+ * remainder one a middle stage, the rest on the last: 126 blocks on 8 stages are 15,
+ * 16 x 6, 15 (Llama-3.1-405B); 127: 15, 16 x 6, 16; 130: 16, 17 x 2, 16 x 4, 16. Megatron's
+ * uniform split elsewhere: ceil(126 / 8) = 16 on both. */
+static void test_pipeline_split(void **state)
+{
+    (void)state;
+    struct model_plan p = plan;
+    struct train_config c = base_config();
+    c.method = METHOD_PP, c.gpus = c.pp = 8, c.microbatches = 8, c.precision = PREC_BF16;
+    c.stack = STACK_TORCHTITAN, c.features = stack_features(STACK_TORCHTITAN);
+    struct mem_options mo;
+    mem_options_for_gpu(NULL, false, &mo);
+    const struct { int32_t layers; enum stack stack; int32_t first, last; } cases[] = {
+        {126, STACK_TORCHTITAN, 15, 15}, {127, STACK_TORCHTITAN, 15, 16},
+        {130, STACK_TORCHTITAN, 16, 16}, {126, STACK_HF, 16, 16},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        struct mem_prepared mp;
+        p.spec.layers = cases[k].layers;
+        c.stack = cases[k].stack, c.features = stack_features(cases[k].stack);
+        memmodel_prepare(&p, &c, &mo, &mp);
+        assert_int_equal(mp.act_layers[0], cases[k].first * 8);
+        assert_int_equal(mp.act_layers[1], cases[k].last);
+    }
+}
+
 /* What torch's pipelining (the 2024-12 nightly torchtitan 9dec370 runs) keeps of each
  * micro-batch at a stage boundary until the next step, beside the receive buffers, on the
  * tiny model's 2 stages (h 64, bf16, t = 16 tokens a micro-batch, 8 micro-batches, tp 1):
@@ -1011,6 +1040,7 @@ int main(void)
         cmocka_unit_test(test_sequence_parallel),
         cmocka_unit_test(test_pipeline_fsdp_stages),
         cmocka_unit_test(test_pipeline_stage_io_kept),
+        cmocka_unit_test(test_pipeline_split),
         cmocka_unit_test(test_outputs_kept),
         cmocka_unit_test(test_logits_kept),
         cmocka_unit_test(test_empty_cache_replay),

@@ -475,11 +475,20 @@ static uint64_t accumulated_grads(const struct train_config *c, const struct res
 /* The batch-independent bytes of each phase (see enum mem_phase). Gradients are None
  * between steps (zero_grad(set_to_none=True)), optimizer states exist from the first
  * step on, so they are resident in every phase of the steady state. */
-/* Blocks per pipeline stage: the uniform split, ceil(L / pp) on the stages that bind. */
-static int32_t pp_stage_layers(const struct model_plan *p, const struct train_config *c)
+/* Blocks of the first or the last pipeline stage (the two the phases read, pp_phases).
+ * torchtitan without pipeline_parallel_split_points and a single-stage schedule
+ * (parallelisms/pipelining_utils.py generate_split_points, the same at 68064737 and 9dec370):
+ * base = L / pp blocks on the first stage, base + 1 on each middle stage while the
+ * remainder L % pp lasts, the rest on the last, base + max(0, L % pp - (pp - 2));
+ * Llama-3.1-405B's 126 blocks on 8 stages are 15, 16 x 6, 15. Elsewhere the uniform split,
+ * ceil(L / pp) on the stages that bind (Megatron). */
+static int32_t pp_stage_layers(const struct model_plan *p, const struct train_config *c, bool last)
 {
     const int32_t pp = train_pp(c), L = (int32_t)p->spec.layers;
-    return (L + pp - 1) / pp;
+    if (c->stack != STACK_TORCHTITAN || pp < 2)
+        return (L + pp - 1) / pp;
+    const int32_t base = L / pp, extra = L % pp;
+    return last && extra > pp - 2 ? base + extra - (pp - 2) : base;
 }
 
 /* What an FSDP2-sharded pipeline stage (torchtitan) keeps unsharded through the step.
@@ -493,20 +502,19 @@ static int32_t pp_stage_layers(const struct model_plan *p, const struct train_co
  * upcast to reduce_dtype (FSDPParam.to_accumulated_grad_if_needed: unsharded_grad.to(
  * reduce_dtype); torchtitan's mixed_precision_reduce defaults to float32). stage_p is the
  * stage's parameters over all TP ranks, trained its trained parameters on this rank. */
-static void fsdp_stage_held(const struct model_plan *p, const struct train_config *c,
+static void fsdp_stage_held(const struct model_plan *p, const struct train_config *c, bool last,
                             double stage_p, double trained, struct resident *r)
 {
     const double gb = c->precision == PREC_FP32 ? 4.0 : 2.0;
     const double acc = mixed(c) || c->precision == PREC_FP32 ? 4.0 : 2.0;
     /* float8 all-gather: the stage's block Linears gathered in float8 */
-    const double lin = float8_allgather(c) ? (double)pp_stage_layers(p, c) * (double)p->layer_linear_w : 0.0;
+    const double lin = float8_allgather(c) ? (double)pp_stage_layers(p, c, last) * (double)p->layer_linear_w : 0.0;
     r->gather_fwd = r->gather_bwd = (uint64_t)(((stage_p - lin) * gb + lin) / (double)c->tp);
     r->acc = (uint64_t)(trained * acc);
 }
 
 /* One pipeline stage's share of the whole model's resident terms (per TP rank). The
- * blocks split evenly (Megatron's uniform split; torchtitan's pipeline_module_split the
- * same); the embedding sits on the first stage, the final norm and lm_head on the last,
+ * blocks split as pp_stage_layers says; the embedding sits on the first stage, the final norm and lm_head on the last,
  * where a tied lm_head keeps a copy of the embedding (Megatron's shared embedding,
  * megatron/core/models/common/language_module: setup_embeddings_and_output_layer). Each
  * term is scaled by the stage's share of the parameters; LoRA's trained adapters by its
@@ -514,7 +522,7 @@ static void fsdp_stage_held(const struct model_plan *p, const struct train_confi
 static void pp_stage(const struct model_plan *p, const struct train_config *c,
                      const struct resident *all, bool last, struct resident *r)
 {
-    const double L = (double)p->spec.layers, per = (double)pp_stage_layers(p, c);
+    const double L = (double)p->spec.layers, per = (double)pp_stage_layers(p, c, last);
     const double ends = last ? (double)(p->head_p ? p->head_p : p->embed_p) : (double)p->embed_p;
     const double share = (per * (double)p->layer_p + ends) / (double)p->params;
     const double tshare = c->finetune == FT_FULL ? share : per / L;
@@ -526,7 +534,7 @@ static void pp_stage(const struct model_plan *p, const struct train_config *c,
     r->amp_all = (uint64_t)((double)all->amp_all * share);
     r->dequant_head = last ? all->dequant_head : 0;
     if (c->stack == STACK_TORCHTITAN)
-        fsdp_stage_held(p, c, per * (double)p->layer_p + ends, all->trained * tshare, r);
+        fsdp_stage_held(p, c, last, per * (double)p->layer_p + ends, all->trained * tshare, r);
 }
 
 /* 1F1B (Megatron schedules.py forward_backward_pipelining_without_interleaving; torch
@@ -551,11 +559,11 @@ static void pp_phases(const struct model_plan *p, const struct train_config *c,
     set_phase(mp, PHASE_BWD_LAST, l.w, fsdp ? l.acc : l.g, l.o, l.amp_all + l.dequant, l.gather_bwd + l.bucket);
     const struct resident *big = f.w + f.g + f.o + f.tmp > l.w + l.g + l.o + l.tmp ? &f : &l;
     set_phase(mp, PHASE_OPTIMIZER, big->w, big->g, big->o + big->tmp, 0, big->bucket);
-    const int32_t per = pp_stage_layers(p, c), m = train_microbatches(c);
+    const int32_t first = pp_stage_layers(p, c, false), m = train_microbatches(c);
     const int32_t inflight = m < train_pp(c) ? m : train_pp(c);
-    mp->act_layers[0] = per * inflight;
-    mp->act_layers[1] = per;
-    mp->act_extra_bwd = per * (inflight - 1);
+    mp->act_layers[0] = first * inflight;
+    mp->act_layers[1] = pp_stage_layers(p, c, true);
+    mp->act_extra_bwd = first * (inflight - 1);
     mp->tail_fwd = false;
 }
 
@@ -645,9 +653,11 @@ static void fsdp2_side_pool(const struct model_plan *p, const struct train_confi
                          (double)c->tp;
     const struct fsdp2_units u = {
         .block = (uint64_t)gathered_block_bytes(p, c, layer, c->precision == PREC_FP32 ? 4.0 : 2.0),
-        .dp = (uint32_t)c->dp, .blocks = (uint32_t)(pp ? pp_stage_layers(p, c) : (int32_t)p->spec.layers),
+        .dp = (uint32_t)c->dp, .blocks = (uint32_t)(pp ? pp_stage_layers(p, c, false) : (int32_t)p->spec.layers),
     };
-    const uint64_t first = side_pool_stage(p, c, u, true, !pp), last = pp ? side_pool_stage(p, c, u, false, true) : first;
+    struct fsdp2_units ul = u;
+    ul.blocks = pp ? (uint32_t)pp_stage_layers(p, c, true) : u.blocks;
+    const uint64_t first = side_pool_stage(p, c, u, true, !pp), last = pp ? side_pool_stage(p, c, ul, false, true) : first;
     /* the pipeline's phases: forward and the first block's backward are the first stage's,
      * the loss and the last block's backward the last stage's (pp_phases) */
     const uint64_t by_phase[PHASE_COUNT] = {
@@ -1232,7 +1242,7 @@ uint64_t memmodel_floor(const struct model_plan *p, const struct train_config *c
     if (c->method == METHOD_PP) { /* the first stage, with its micro-batches in flight */
         pp_stage(p, c, &all, false, &r);
         const int32_t m = train_microbatches(c), pp = train_pp(c);
-        blocks = (uint64_t)pp_stage_layers(p, c) * (uint64_t)(m < pp ? m : pp);
+        blocks = (uint64_t)pp_stage_layers(p, c, false) * (uint64_t)(m < pp ? m : pp);
     }
     const uint64_t step = r.w + r.g + r.o;
     uint64_t fwd = r.w + r.o;
