@@ -689,13 +689,16 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
 }
 
 /* Copies of the block Linears' inputs kept per token, in units of those inputs.
- * Trained Linears keep their input for the weight gradient (1). A frozen nn.Linear needs no
- * weight gradient and PyTorch keeps nothing for it, yet every measured LoRA row (litgpt,
- * torchtune, PEFT; datasets/measured) sits one such copy above that tighter count: the model
- * keeps it (1) and README "Known gaps" says it is unexplained. bitsandbytes' MatMul4Bit /
- * MatMul8bitLt save the input whenever it requires grad (bnb autograd/_functions.py:
- * ctx.tensors = (A, B)), one more copy for a quantized base (2): the litgpt LoRA/QLoRA pairs
- * (LGRT-01/02, 06/07, 11/12, 15/16) differ by exactly that. */
+ * Trained Linears keep their input for the weight gradient (1). A frozen nn.Linear keeps
+ * nothing: F.linear on a 3-D input is matmul -> mm, whose derivative saves `self` only when
+ * should_compute_output(mat2) (pytorch tools/autograd/gen_variable_type.py guard_for), yet
+ * the model keeps one copy under LoRA (1), and README "Known gap" says why: counting what
+ * autograd really keeps instead (the adapters' shared inputs, o's input as SDPA's output,
+ * litgpt's fused qkv held by the saved v view and zero_pad's index_copy source, torch <= 2.1's
+ * mean keeping its input) fits the LGRT and TTS rows and leaves the LGCH rows 8 to 19 % below,
+ * past tests/cli/validate.sh's bounds. bitsandbytes' MatMul4Bit / MatMul8bitLt save the input
+ * whenever it requires grad (bnb autograd/_functions.py: ctx.tensors = (A, B)), one more copy
+ * for a quantized base (2). */
 static uint64_t linear_input_copies(const struct train_config *c)
 {
     if (c->finetune == FT_FULL)
