@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "activations.h"
 #include "mempoint.h"
 #include "plan.h"
 #include "stepreplay.h"
@@ -162,8 +163,8 @@ static void test_softcap_attention(void **state)
     c.stack = STACK_LITGPT;
     c.features = stack_features(STACK_LITGPT);
     memmodel_predict(&cap, &c, &o, &lit);
-    assert_true(memmodel_eager_attn(&cap.spec, &c));
-    assert_false(memmodel_eager_attn(&plan.spec, &c));
+    assert_true(act_eager_attn(&cap.spec, &c));
+    assert_false(act_eager_attn(&plan.spec, &c));
     memmodel_predict(&plan, &c, &o, &plain);
     c.features &= ~FEAT_SOFTCAP_EAGER;
     memmodel_predict(&cap, &c, &o, &lit_off);
@@ -224,7 +225,7 @@ static void test_dequant_cast(void **state)
  * tokens 4096 beside K and V at their width (flash-attn). HF repeats them only when a mask
  * is needed: variable lengths with more than one sample in the micro-batch; at micro-batch
  * 1 or with packed batches SDPA's enable_gqa takes them as they are. The per-point term
- * and memmodel_act_tok agree. */
+ * and act_block_tok agree. */
 static void test_kv_repeat(void **state)
 {
     (void)state;
@@ -232,7 +233,7 @@ static void test_kv_repeat(void **state)
     struct mem_estimate hf2, flash2, pk2, hf1, flash1, tt2, tt1;
     struct mem_act_tok a;
     predict(&c, &hf2);
-    memmodel_act_tok(&plan, &c, &a);
+    act_block_tok(&plan, &c, &a);
     assert_true(a.kv_rep_on);
     assert_int_equal(a.kv_rep, 128);
     c.features |= FEAT_FLASH_ATTN;
@@ -247,7 +248,7 @@ static void test_kv_repeat(void **state)
     c = base_config();
     c.micro_batch = 1;
     predict(&c, &hf1);
-    memmodel_act_tok(&plan, &c, &a);
+    act_block_tok(&plan, &c, &a);
     assert_false(a.kv_rep_on);
     c.features |= FEAT_FLASH_ATTN;
     predict(&c, &flash1);
@@ -275,7 +276,7 @@ static void test_kv_repeat(void **state)
                          flash1.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 2048);
     /* torch.compile's partitioner recomputes the repeat in backward */
     c.features = stack_features(STACK_TORCHTUNE) | FEAT_COMPILE;
-    memmodel_act_tok(&plan, &c, &a);
+    act_block_tok(&plan, &c, &a);
     assert_false(a.kv_rep_on);
     assert_int_equal(a.kv_rep, 0);
 }

@@ -216,7 +216,7 @@ enum loss_path losspath_select(const struct train_config *c, const char *model_t
         return LOSS_COMPILED_CE;
     if (c->features & FEAT_LOGITS_KEPT)
         return LOSS_KEPT;
-    /* torchtitan's TP keeps the loss vocab-parallel (memmodel.c seq_parallel) */
+    /* torchtitan's TP keeps the loss vocab-parallel (activations.h act_seq_parallel) */
     if (c->stack == STACK_TORCHTITAN && c->tp > 1 && (c->features & FEAT_SEQ_PARALLEL))
         return LOSS_LOSS_PARALLEL;
     if ((c->features & FEAT_OUTPUTS_KEPT) && c->stack == STACK_HF)

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "activations.h"
 #include "float8.h"
 #include "units.h"
 
@@ -605,7 +606,7 @@ static void block_rows(struct build *b, const struct ctx *x, uint64_t blocks, co
     const struct { const char *name; uint64_t tok; const char *src; } kinds[] = {
         {"norms", a.norms, SRC_NORM},
         {"linear inputs", a.lin_in, x->c->precision == PREC_FP8 ? SRC_FP8_LIN_IN : SRC_LIN_IN},
-        {"attention", a.attn, memmodel_eager_attn(&x->p->spec, x->c) ? SRC_EAGER : SRC_SDPA},
+        {"attention", a.attn, act_eager_attn(&x->p->spec, x->c) ? SRC_EAGER : SRC_SDPA},
         {"attention scores", a.attn_s * (uint64_t)x->c->seq_len, SRC_EAGER},
         {"MLP", a.mlp, SRC_MLP},
         {"LoRA adapters", a.lora, SRC_LORA_ACT},
@@ -757,7 +758,7 @@ void memdetail_build(const struct model_plan *p, const struct train_config *c, c
     x.opt = opt;
     x.ph = phase;
     memmodel_prepare(p, c, opt, &x.mp);
-    memmodel_act_tok(p, c, &x.act);
+    act_block_tok(p, c, &x.act);
     memmodel_resident(p, c, MEM_STAGE_ALL, &x.all);
     memmodel_resident(p, c, stage_of(&x), &x.r);
     x.ng = groups_build(p, x.g);

@@ -73,7 +73,7 @@ struct mem_prepared {
     uint64_t layer_tok;      /* one block's saved activations per token */
     uint64_t layer_tok_s;    /* ... per token and per unit of sequence (eager scores) */
     uint64_t kv_rep_tok;     /* K and V repeated to every query head before SDPA, beyond
-                                their kv_heads width, per token (memmodel.c kv_repeat) */
+                                their kv_heads width, per token (activations.c act_kv_repeat) */
     bool kv_rep_padded;      /* ... only in padded batches of several samples (HF) */
     uint64_t ckpt_tok;       /* one block's checkpoint (its input) per token */
     uint64_t tail_tok;       /* final norm and lm_head input per token */
@@ -161,22 +161,6 @@ double memmodel_frozen_elem_bytes(const struct train_config *c, bool quantized);
 enum mem_stage { MEM_STAGE_ALL, MEM_STAGE_FIRST, MEM_STAGE_LAST };
 void memmodel_resident(const struct model_plan *p, const struct train_config *c, enum mem_stage stage,
                        struct mem_resident *out);
-
-/* What one block saves for backward per token, by kind, without checkpointing (the sum is
- * mem_prepared.layer_tok, plus kv_rep when kv_rep_on; attn_s is per token and unit of
- * sequence). attn includes kv_rep when kv_rep_on: the repeated K and V that SDPA saves,
- * which depend on the micro-batch under HF (memmodel.c kv_repeat). */
-struct mem_act_tok {
-    uint64_t ea, er;          /* bytes of the compute dtype and of the residual stream */
-    uint64_t norm;            /* one norm's saved tensors */
-    uint64_t norms, lin_in, attn, attn_s, mlp, lora;
-    uint64_t kv_rep;          /* the repeated K and V beyond their kv_heads width */
-    bool kv_rep_on;           /* ... saved for this configuration (included in attn) */
-};
-void memmodel_act_tok(const struct model_plan *p, const struct train_config *c, struct mem_act_tok *a);
-/* Whether the attention of c on m keeps its scores (eager, or softcapped under a stack
- * without SDPA for it). */
-bool memmodel_eager_attn(const struct model_spec *m, const struct train_config *c);
 
 /* Whether a prediction uses the LLMem equations (--paper, or the colossal stack): then the
  * plan's chunk size must have been searched (plan_chunk) before memmodel_prepare. */

@@ -151,7 +151,7 @@ void memmodel_seq(const struct mem_prepared *mp, int32_t seq_len, struct mem_seq
 }
 
 /* Which of ms->act applies: K and V repeated before SDPA, unless only padded batches of
- * several samples repeat them and this one holds one sample (kv_repeat). */
+ * several samples repeat them and this one holds one sample (act_kv_repeat). */
 static int seq_kv(const struct mem_prepared *mp, const struct train_config *c)
 {
     return !mp->kv_rep_padded || c->micro_batch > 1;

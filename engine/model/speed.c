@@ -131,7 +131,7 @@ double speed_overlap_cost(double comm, double hidden, double share)
 }
 
 /* Selective checkpointing recomputes a block's 2nd, 4th, ... matmul in call order
- * (torchtitan's op-level SAC policy: memmodel.c sac_tok): q, k, v (one call when fused),
+ * (torchtitan's op-level SAC policy: activations.c act_sac_tok): q, k, v (one call when fused),
  * o, gate, up (one when fused), down. */
 static bool sac_recomputes(const struct model_spec *m, int role)
 {

@@ -66,7 +66,7 @@ uint64_t stack_features(enum stack s)
                              recipe accumulates gradients (global_batch_size > micro);
                              BitsandbytesPrecision quantizes every Linear, lm_head too, from
                              an fp16 copy of the weight (memmodel.c resident_terms); a
-                             softcapped model's attention runs eagerly (memmodel_act_tok);
+                             softcapped model's attention runs eagerly (act_block_tok);
                              Lightning's FSDPStrategy wraps FSDP1 (flat parameters) */
         return FEAT_CHUNKED_CE | FEAT_UNTIED_HEAD | FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_EVAL_LOGITS |
                FEAT_LORA_DROPOUT | FEAT_FUSED_QKV | FEAT_FP32_BASE | FEAT_GRAD_ACCUM |

@@ -163,6 +163,12 @@ static inline int32_t train_microbatches(const struct train_config *c)
 {
     return c->pp > 1 && c->microbatches > 1 ? c->microbatches : 1;
 }
+/* Mixed precision: 16-bit compute over fp32 parameters (fp16, bf16, and fp8, bf16 with
+ * float8 block Linears). */
+static inline bool train_mixed(const struct train_config *c)
+{
+    return c->precision == PREC_FP16 || c->precision == PREC_BF16 || c->precision == PREC_FP8;
+}
 /* Methods whose module lives in 16 bit, its fp32 master copy in the optimizer (DeepSpeed
  * ZeRO-1/2/3 and Megatron's distributed optimizer), as opposed to torch AMP's (or FSDP's
  * mixed precision) fp32 parameters with 16-bit compute copies: torchtitan's pipelines shard

@@ -1,0 +1,288 @@
+/* activations.c: what one block saves for backward per token (see activations.h and README
+ * "The memory model").
+ *
+ * Each count is a tensor autograd keeps between a block's forward and its backward, read
+ * from the stack's modelling code and PyTorch's derivative formulas; the comment on each says
+ * which tensor and where it is made. memmodel.c turns these per-token coefficients into the
+ * phases' activation terms. */
+#include "activations.h"
+
+#include "float8.h"
+
+/* Copies of the block Linears' inputs kept per token, in units of those inputs.
+ * Trained Linears keep their input for the weight gradient (1). A frozen nn.Linear keeps
+ * nothing: F.linear on a 3-D input is matmul -> mm, whose derivative saves `self` only when
+ * should_compute_output(mat2) (pytorch tools/autograd/gen_variable_type.py guard_for), yet
+ * the model keeps one copy under LoRA (1), and README "Known gap" says why: counting what
+ * autograd really keeps instead (the adapters' shared inputs, o's input as SDPA's output,
+ * litgpt's fused qkv held by the saved v view and zero_pad's index_copy source, torch <= 2.1's
+ * mean keeping its input) fits the LGRT and TTS rows and leaves the LGCH rows 8 to 19 % below,
+ * past tests/cli/validate.sh's bounds. bitsandbytes' MatMul4Bit / MatMul8bitLt save the input
+ * whenever it requires grad (bnb autograd/_functions.py: ctx.tensors = (A, B)), one more copy
+ * for a quantized base (2). */
+static uint64_t linear_input_copies(const struct train_config *c)
+{
+    if (c->finetune == FT_FULL)
+        return 1;
+    /* torchao's linear_nf4 backward needs only the weight (torchao dtypes/nf4tensor.py) */
+    return c->quant != QUANT_NONE && !(c->features & FEAT_TORCHAO_NF4) ? 2 : 1;
+}
+
+/* What LoRA adapters of one block save per token. Each wrapped module keeps the r-wide
+ * output of lora_A (input of lora_B) and lora_A's input: with dropout the dropped copy and
+ * its bool mask (native_dropout); with fp32 adapters under autocast (PEFT) the 16-bit cast;
+ * else the module's input itself, counted with the Linear inputs. Modules sharing one Linear
+ * (a fused qkv) share one adapter input. */
+static uint64_t lora_tok(const struct model_plan *p, const struct train_config *c, uint64_t ea)
+{
+    const bool cast_input = (c->features & FEAT_ADAPTER_FP32) && c->precision != PREC_FP32;
+    const bool fused_qkv = p->spec.fused_qkv || (c->features & FEAT_FUSED_QKV);
+    const uint32_t targets = plan_lora_targets(p, c);
+    uint64_t bytes = 0;
+    bool qkv_done = false;
+    for (int role = ROLE_Q; role <= ROLE_DOWN; role++) {
+        if (!(targets & TARGET_BIT(role)) || !p->role_w[role])
+            continue;
+        bool in_qkv = role == ROLE_Q || role == ROLE_K || role == ROLE_V;
+        /* per block and token: the adapters a token passes (a MoE block's routed experts
+         * count experts_per_tok / experts each) */
+        const double layers = (double)p->spec.layers;
+        uint64_t in = (uint64_t)(p->lora_in_active[role] / layers);
+        /* one PEFT adapter (one r-wide lora_A output) per fused module */
+        const double mods = p->lora_mods_active[role] -
+                            (plan_peft_fused(c) ? (double)p->lora_shared_mods[role] : 0.0);
+        bytes += (uint64_t)((double)(ea * (uint64_t)c->lora_r) * (mods / layers));
+        if (in_qkv && fused_qkv && qkv_done)
+            continue;
+        if (c->features & FEAT_LORA_DROPOUT)
+            bytes += (ea + 1) * in;
+        else if (cast_input)
+            bytes += ea * in;
+        qkv_done |= in_qkv;
+    }
+    return bytes / (uint64_t)c->tp;
+}
+
+/* Sequence parallelism with TP (torchtitan 9dec370 parallelisms/parallelize_llama.py
+ * apply_tp; Korthikanti et al. 2022): the residual stream between the TP regions is
+ * sharded over the sequence (the embedding's RowwiseParallel(output_layouts=Shard(1)),
+ * each wo / w2 RowwiseParallel(output_layouts=Shard(1)), a reduce-scatter instead of an
+ * all-reduce), and the norms run as SequenceParallel on that shard. So a block's input,
+ * its checkpoint, the norms' saved tensors and the residual gradient are 1/tp per rank.
+ * The Linears' inputs are not: PrepareModuleInput(desired_input_layouts=Replicate())
+ * all-gathers the normed input as a differentiable DTensor redistribute, and the
+ * colwise wq/wk/wv (w1/w3) matmuls save that gathered tensor (Megatron's
+ * --sequence-parallel instead saves the shard and gathers again in backward). Returns
+ * the divisor: tp under the feature, else 1. */
+uint64_t act_seq_parallel(const struct train_config *c)
+{
+    return (c->features & FEAT_SEQ_PARALLEL) && c->tp > 1 ? (uint64_t)c->tp : 1;
+}
+
+/* Selective checkpointing keeps per block and token (torchtitan op-level SAC,
+ * torchtitan/models/llama3/infra/parallelize.py: _save_list = {aten.mm, the SDPA flash and
+ * efficient kernels, reduce_scatter}; its policy saves a matmul's output unless it is the
+ * block's 2nd, 4th, ... matmul (mm_count % 2 == 0); everything else is recomputed): the
+ * checkpointed block input, the attention output and its fp32 logsumexp, and the outputs of
+ * the 1st, 3rd, ... matmul in call order (q, k, v or fused qkv; o; gate, up or fused; down).
+ * Megatron-LM's selective recompute (recompute only core attention) keeps a superset. */
+uint64_t act_sac_tok(const struct model_plan *p, const struct train_config *c, uint64_t ea,
+                    uint64_t er)
+{
+    const struct model_spec *m = &p->spec;
+    const uint64_t tp = (uint64_t)c->tp, h = (uint64_t)m->hidden, i = (uint64_t)p->inter_active / tp;
+    const uint64_t q = (uint64_t)(m->heads * m->head_dim) / tp, kv = (uint64_t)(m->kv_heads * m->head_dim) / tp;
+    uint64_t out[7];
+    int n = 0;
+    if (m->fused_qkv)
+        out[n++] = q + 2 * kv;
+    else
+        out[n++] = q, out[n++] = kv, out[n++] = kv;
+    out[n++] = h;
+    if (m->mlp == MLP_GATED && !m->fused_gate_up)
+        out[n++] = i, out[n++] = i;
+    else
+        out[n++] = m->mlp == MLP_GATED ? 2 * i : i;
+    out[n++] = h;
+    uint64_t kept = er * h / act_seq_parallel(c) + ea * q + 4 * (uint64_t)m->heads / tp;
+    for (int k = 0; k < n; k += 2)
+        kept += ea * out[k];
+    /* --precision fp8, eager: the policy's aten.abs outputs of each Float8Linear input cast
+     * (fp8_weight_copies cites it), in the input's dtype; torchtitan's float8 TP casts the
+     * attention and MLP inputs once each, on the sequence shard (PrepareFloat8ModuleInput) */
+    if (float8_on(c) && c->stack == STACK_TORCHTITAN && !(c->features & FEAT_COMPILE)) {
+        const uint64_t vd = (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
+        kept += float8_tp(c) ? ea * (2 * h / act_seq_parallel(c) + (uint64_t)m->heads * vd / tp + i)
+                          : ea * float8_linear_inputs(p, c);
+    }
+    return kept;
+}
+
+/* What a MoE block saves per token beyond a dense gated MLP of the width a token passes
+ * through (plan inter_active), in transformers' eager MoE blocks, which loop over the
+ * experts (MixtralSparseMoeBlock.forward, huggingface/transformers@00d4b3d2
+ * models/mixtral/modeling_mixtral.py; Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock and
+ * DeepseekV2MoE do the same): the router's fp32 softmax output (4 E), the top-k indices
+ * (int64, 8 k); per routed token (k of them): the gathered input copy hidden_states[top_x]
+ * the expert's first Linears keep (e_a h), the expert output the routing-weight multiply
+ * keeps (e_a h), that weight (e_a) and the top_x / idx indices (2 x 8). Every token is
+ * computed (no capacity, no dropping), so these are exact in total whatever the routing.
+ * Qwen2-MoE's shared_expert_gate: sigmoid(gate(x)) * shared_expert(x) keeps the shared
+ * output and the gate (e_a h + e_a). The one-hot expert_mask (E x k x tokens, int64) is
+ * freed before backward and is not counted. Averaged over the blocks. */
+static uint64_t moe_tok(const struct model_plan *p, uint64_t ea)
+{
+    const struct model_spec *m = &p->spec;
+    if (!p->moe_layers)
+        return 0;
+    const uint64_t h = (uint64_t)m->hidden, k = (uint64_t)m->experts_per_tok;
+    uint64_t block = 4 * (uint64_t)m->experts + 8 * k + k * (2 * ea * h + ea + 16);
+    if (m->shared_gate)
+        block += ea * h + ea;
+    return block * (uint64_t)p->moe_layers / (uint64_t)m->layers;
+}
+
+/* q_norm / k_norm (Qwen3, Gemma 3, OLMo 2): RMSNorm keeps its fp32 input, and, when its
+ * weight is trained, the normalised 16-bit output, over the q and k widths. */
+static uint64_t qk_norm_tok(const struct model_spec *m, uint64_t ea, bool trained)
+{
+    if (m->qk_norm == QK_NORM_NONE)
+        return 0;
+    return (4 + (trained ? ea : 0)) * (uint64_t)((m->heads + m->kv_heads) * m->head_dim);
+}
+
+/* Latent attention (DeepSeek): the q and kv latents pass an RMSNorm (fp32 input, and the
+ * 16-bit output when trained) and feed q_b_proj / kv_b_proj, which keep them (e_a). */
+static uint64_t latent_tok(const struct model_spec *m, uint64_t ea, bool trained)
+{
+    if (!m->kv_lora_rank)
+        return 0;
+    return (4 + (trained ? ea : 0) + ea) * (uint64_t)(m->kv_lora_rank + m->q_lora_rank);
+}
+
+/* Whether SDPA receives K and V repeated to every query head (grouped-query attention,
+ * kv_heads < heads) and saves those copies for backward: 0 never, 1 always, 2 only in
+ * padded batches of several samples.
+ *  - litgpt (model.py CausalSelfAttention.forward at 5895df10 and 2b195c7f): k.expand and
+ *    v.expand to the query groups, then reshape(B, -1, T, hs), a copy, into SDPA;
+ *  - torchtune (modules/attention.py at 0217d44c and 30b8519e): k.expand / v.expand, then
+ *    reshape(b, s, -1, head_dim);
+ *  - torchtitan (models/llama/model.py at 9dec370: repeat_kv, unsqueeze + expand +
+ *    reshape, before F.scaled_dot_product_attention);
+ *  - HF transformers (integrations/sdpa_attention.py sdpa_attention_forward at 00c238bd):
+ *    repeat_kv unless use_gqa_in_sdpa, which needs torch >= 2.5 and attention_mask None;
+ *    the mask is dropped only when no sample of the batch is padded (masking_utils'
+ *    causal-skip), so K and V are repeated in variable-length batches of several samples.
+ *    Earlier transformers repeated them always (LlamaSdpaAttention); the hf-4.x stacks take
+ *    the current rule, a lower bound there.
+ * Eager attention counts the repeated K and V already; the flash-attn package takes K and
+ * V with their kv_heads (Dao-AILab/flash-attention flash_attn_interface.py: "Supports
+ * multi-query and grouped-query attention (MQA/GQA) by passing in KV with fewer heads than
+ * Q"), as does llm-foundry's Triton kernel on its MHA models. Under torch.compile the
+ * min-cut partitioner saves the smallest set of tensors from which backward can recompute
+ * the rest, and expand, clone, reshape and _unsafe_view are in its recomputable ops
+ * (pytorch/pytorch torch/_functorch/partitioners.py, min_cut_rematerialization_partition's
+ * default_recomputable_ops for inductor, at c28ba8e5): it keeps K and V at their KV width
+ * and repeats them again in backward. */
+int act_kv_repeat(const struct train_config *c)
+{
+    if (c->features & (FEAT_FLASH_ATTN | FEAT_TRITON_ATTN | FEAT_COMPILE))
+        return 0;
+    switch (c->stack) {
+    case STACK_LITGPT:
+    case STACK_TORCHTUNE:
+    case STACK_TORCHTITAN:
+        return 1;
+    case STACK_HF:
+    case STACK_HF_446:
+    case STACK_HF_431:
+        return c->data == DATA_VARIABLE ? 2 : 0;
+    default:
+        return 0;
+    }
+}
+
+/* Whether the attention materialises its scores: eager attention asked for, or a stack
+ * that cannot use SDPA with softcapped scores (litgpt model.py at 2b195c7f and 00af8b0d,
+ * CausalSelfAttention.scaled_dot_product_attention: "with softcapping we cannot use SDPA",
+ * then q @ k.mT, tanh softcapping, the causal mask added, softmax(dtype=float), .to(q.dtype),
+ * @ v). */
+bool act_eager_attn(const struct model_spec *m, const struct train_config *c)
+{
+    return (c->features & FEAT_EAGER_ATTN) ||
+           (m->attn_softcap && (c->features & FEAT_SOFTCAP_EAGER));
+}
+
+/* Saved activations of one block per token (bytes), without checkpointing. Each count is
+ * a tensor autograd saves for backward in the HF modelling code:
+ *  - RMSNorm saves its fp32 upcast input (4h); LayerNorm its input (e_r h); a trained norm
+ *    weight also keeps the normalised output;
+ *  - Linear inputs (e_a h into q/k/v and into the MLP, e_a q into o, e_a i into down),
+ *    linear_input_copies() times;
+ *  - SDPA (flash / memory-efficient) saves q, k, v, its output and an fp32 logsumexp per
+ *    head;
+ *  - eager attention saves q and the expanded k, v, the fp32 softmax and its 16-bit cast
+ *    (heads x s each per token);
+ *  - a gated MLP saves gate, act(gate) and up (3 e_a i), a plain one the fc1 output;
+ *  - LoRA adapters add what lora_tok() counts.
+ * Dropout in the base model is 0 in the fine-tuning configs of current models. */
+void act_block_tok(const struct model_plan *p, const struct train_config *c, struct mem_act_tok *a)
+{
+    const struct model_spec *m = &p->spec;
+    const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
+    /* the residual stream has the dtype of the weights it starts from (the embedding);
+     * under FSDP2's MixedPrecisionPolicy that is the gathered param_dtype copy */
+    const bool fp32_weights = train_mixed(c) && !(c->features & FEAT_FSDP_MP) && !train_master_in_optimizer(c) &&
+                              (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));
+    const uint64_t er = (c->precision == PREC_FP32 || fp32_weights) ? 4 : 2;
+    const uint64_t h = (uint64_t)m->hidden, i = (uint64_t)p->inter_active;
+    const uint64_t q = (uint64_t)(m->heads * m->head_dim), kv = (uint64_t)(m->kv_heads * m->head_dim);
+    /* the value and attention-output widths: the head width, or DeepSeek's v_head_dim */
+    const uint64_t vd = (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
+    const uint64_t v = (uint64_t)m->kv_heads * vd, ao = (uint64_t)m->heads * vd;
+    const uint64_t tp = (uint64_t)c->tp, heads = (uint64_t)m->heads;
+    const uint64_t copies = linear_input_copies(c);
+    const bool trained = c->finetune == FT_FULL;
+    /* torch.compile's min-cut partitioner recomputes pointwise ops in backward: a norm
+     * then keeps only its input, a gated MLP only gate and up (not act(gate)) */
+    const bool compiled = (c->features & FEAT_COMPILE) != 0;
+    const uint64_t sp = act_seq_parallel(c);
+    const uint64_t norm = (compiled ? er * h
+                                    : (m->norm == NORM_RMSNORM ? 4 : er) * h + (trained ? ea * h : 0)) / sp;
+    /* q/k/v read one normalised input; the MLP another unless the block is parallel */
+    uint64_t lin_in = copies * ea * (h * (m->norms_per_layer == 1 ? 1 : 2) + ao / tp + i / tp);
+    /* --precision fp8, tensorwise: each Float8Linear saves its own e4m3 input_fp8 (1 byte
+     * an element) instead of sharing the 16-bit normed input (float8.c cites
+     * torchao); rowwise saves the high-precision input, as nn.Linear */
+    if (float8_tensorwise(c))
+        lin_in = float8_linear_inputs(p, c);
+    uint64_t attn, attn_s = 0, kv_rep = 0;
+    bool kv_rep_on = false;
+    if (act_eager_attn(m, c)) {
+        attn = ea * 3 * q / tp;
+        attn_s = heads * (ea == 2 ? 6 : 4) / tp;
+        /* tanh softcapping (Gemma 2) between the score matmul and the softmax: scores /
+         * cap, tanh, * cap; tanh saves its output for backward (the divisions and the
+         * multiply by a Python scalar save nothing): one more scores-sized tensor in the
+         * compute dtype. litgpt model.py CausalSelfAttention.scaled_dot_product_attention
+         * (2b195c7f, 00af8b0d); transformers Gemma2 eager_attention_forward the same. */
+        if (m->attn_softcap)
+            attn_s += heads * ea / tp;
+    } else {
+        attn = (ea * (q + kv + v + ao) + 4 * heads) / tp;
+        const int rep = act_kv_repeat(c);
+        if (rep && kv < q) { /* K to the query width, V to the attention-output width */
+            kv_rep = ea * ((q - kv) + (ao - v)) / tp;
+            kv_rep_on = rep == 1 || c->micro_batch > 1;
+            attn += kv_rep_on ? kv_rep : 0;
+        }
+    }
+    attn += qk_norm_tok(m, ea, trained) / tp + latent_tok(m, ea, trained);
+    uint64_t mlp = (m->mlp == MLP_GATED ? (compiled ? 2 : 3) : 1) * ea * i / tp + moe_tok(p, ea);
+    uint64_t lora = c->finetune != FT_FULL ? lora_tok(p, c, ea) : 0;
+    uint64_t norms = (uint64_t)(m->norms_per_layer > 2 ? 2 : m->norms_per_layer) * norm +
+                     (uint64_t)(m->norms_per_layer > 2 ? m->norms_per_layer - 2 : 0) * 4 * h;
+    *a = (struct mem_act_tok){.ea = ea, .er = er, .norm = norm, .norms = norms, .lin_in = lin_in,
+                              .attn = attn, .attn_s = attn_s, .mlp = mlp, .lora = lora,
+                              .kv_rep = kv_rep, .kv_rep_on = kv_rep_on};
+}
