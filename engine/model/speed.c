@@ -248,7 +248,7 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
 }
 
 /* The routing work of transformers' eager MoE blocks per token and forward pass
- * (MixtralSparseMoeBlock.forward, memmodel.c moe_tok): per routed token the gathered input
+ * (MixtralSparseMoeBlock.forward, activations.c moe_tok): per routed token the gathered input
  * (read and write, 2e h), the routing-weight multiply (3e h) and index_add_ (3e h); per
  * token the router's fp32 softmax and top-k (~12 bytes an expert) and the int64 one-hot
  * expert mask, written and summed (16 bytes an expert and routed token). */
