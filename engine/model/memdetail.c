@@ -83,9 +83,13 @@
                     "to output_chunks until pytorch#153383 (2025-05), cleared when the next step starts"
 #define SRC_PP_IGRAD "torch distributed/pipelining/_backward.py stage_backward: each input gradient stays " \
                      "in its receive buffer's .grad until clear_runtime_states (before pytorch#164329)"
-#define SRC_EVAL "litgpt: a validation pass keeps full 16-bit logits and their log_softmax"
+#define SRC_EVAL "validation: the logits and their log_softmax; litgpt (5895df10 validate): Fabric's fp32 " \
+    "copy, the shifted reshape copy, its fp32 log_softmax, and fit()'s last training logits"
+#define SRC_BNB_HELD "bitsandbytes 0.42.0 MatMul4Bit: ctx.tensors = (A, B), not released by backward (bnb " \
+    "PR #1270, 0.43.2); litgpt fit() keeps the graph through `logits` until the next forward returns"
 #define SRC_KEPT_LOGITS "PEFT MetaMathQA run.py L213-215 @5fe7f8f8 `outputs`; torchtune recipes @0217d44c `logits` " \
-    "(lora_finetune_single_device.py L460-469): held until the next forward returns"
+    "(lora_finetune_single_device.py L460-469); litgpt fit() `logits` (Fabric's fp32 copy, 5895df10): " \
+    "held until the next forward returns"
 #define SRC_GATHER "torch FSDP: the root unit stays gathered (_post_forward_reshard), one block " \
                    "gathered, in backward + the prefetched block and a block's gradient; " \
                    "Gemini (no units): the whole 16-bit model (LLMem 5.2)"
@@ -617,12 +621,30 @@ static void block_rows(struct build *b, const struct ctx *x, uint64_t blocks, co
     }
 }
 
+/* The Linear inputs a kept graph's bitsandbytes nodes hold (mempoint.c act_coeffs). */
+static void bnb_held_rows(struct build *b, const struct ctx *x)
+{
+    const struct mem_prepared *mp = &x->mp;
+    uint64_t held = 0;
+    if (x->ph == PHASE_FORWARD || x->ph == PHASE_LOSS)
+        held = mp->held_prev ? mp->held_tok : 0;
+    else if (x->ph == PHASE_BWD_FIRST)
+        held = mp->held_tok - mp->held_blk_tok;
+    else if (x->ph == PHASE_OPTIMIZER || x->ph == PHASE_EVAL)
+        held = mp->held_tok;
+    if (held)
+        tok_row(b, x, TERM_ACTIVATIONS, x->ph == PHASE_FORWARD || x->ph == PHASE_LOSS
+                    ? "previous step's MatMul4Bit inputs (kept graph)" : "this step's MatMul4Bit inputs (kept graph)",
+                held, 1, 0, 0, SRC_BNB_HELD);
+}
+
 /* The batch-dependent activations of the phase (memmodel_eval's act[]). */
 static void activation_rows(struct build *b, const struct ctx *x)
 {
     const struct mem_prepared *mp = &x->mp;
     const enum mem_phase ph = x->ph;
     uint64_t held = 0;
+    bnb_held_rows(b, x);
     switch (ph) {
     case PHASE_FORWARD:
         held = (uint64_t)mp->act_layers[0];
@@ -664,7 +686,7 @@ static void logits_rows(struct build *b, const struct ctx *x)
                  x->mp.logits_tok);
         r = row_bytes(b, TERM_LOGITS, name, "mixed", bytes_scale(entries, x->mp.logits_tok), losspath_source(lp));
     } else if (x->ph == PHASE_EVAL) {
-        r = row_bytes(b, TERM_LOGITS, "validation logits + log_softmax", "bf16",
+        r = row_bytes(b, TERM_LOGITS, "validation logits + log_softmax", "mixed",
                       bytes_mul(entries, x->mp.eval_logits_tok), SRC_EVAL);
     } else if (x->mp.lg_tok[x->ph]) { /* a loop's kept logits (memmodel.c kept_outputs, kept_logits) */
         const uint64_t per = x->mp.lg_tok[x->ph];
