@@ -309,8 +309,8 @@ bool act_eager_attn(const struct model_spec *m, const struct train_config *c)
  * a tensor autograd saves for backward in the HF modelling code:
  *  - RMSNorm saves its fp32 upcast input (4h); LayerNorm its input (e_r h); a trained norm
  *    weight also keeps the normalised output;
- *  - Linear inputs (e_a h into q/k/v and into the MLP, e_a q into o, e_a i into down),
- *    linear_input_copies() times;
+ *  - Linear inputs (e_a h into q/k/v and into the MLP, e_a q into o, e_a i into down) that
+ *    a trained weight or a bitsandbytes base keeps (linear_inputs);
  *  - SDPA (flash / memory-efficient) saves q, k, v, its output and an fp32 logsumexp per
  *    head;
  *  - eager attention saves q and the expanded k, v, the fp32 softmax and its 16-bit cast

@@ -60,8 +60,8 @@
                     "quantized it from fp16)"
 #define SRC_NORM "HF LlamaRMSNorm saves its fp32 input (LayerNorm its input), + the output of a " \
                  "trained weight"
-#define SRC_LIN_IN "torch.nn.Linear saves its input for the weight gradient; + one copy for LoRA " \
-                   "(measured rows, README Known gap), + bitsandbytes MatMul4Bit's saved input"
+#define SRC_LIN_IN "torch.nn.Linear saves its input for the weight gradient (trained weights only: " \
+                   "mm's guard_for); bitsandbytes MatMul4Bit keeps its input (ctx.tensors)"
 #define SRC_SDPA "torch SDPA (flash / memory-efficient): q, k, v, output + fp32 logsumexp per head"
 #define SRC_EAGER "eager attention: q, expanded k and v, fp32 softmax and its 16-bit cast " \
                   "(+ tanh softcapping's output: litgpt model.py, Gemma 2)"
