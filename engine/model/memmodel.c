@@ -594,8 +594,15 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     const uint64_t bwd_grad = acc_grad > r.g ? acc_grad : r.g;
     if (acc_grad)
         head_grad = acc_grad;
-    set_phase(mp, PHASE_FORWARD, r.w, acc_grad, r.o, amp_fwd + r.dequant, r.gather_fwd + r.bucket);
-    set_phase(mp, PHASE_LOSS, r.w, acc_grad, r.o, amp_fwd + r.dequant_head, r.gather_fwd + r.bucket);
+    /* litgpt: a quantized lm_head's dequantized weight exists only while each chunk's
+     * MatMul4Bit runs (bnb autograd/_functions.py at 0.42.0: F.dequantize_4bit(B).to(A.dtype)
+     * inside forward), before Fabric's fp32 copies of the logits (losspath.c
+     * litgpt_lora_path): the forward phase is that moment, the loss phase the copies' */
+    const bool head_fwd = memmodel_head_in_forward(c, r.dequant, r.dequant_head);
+    set_phase(mp, PHASE_FORWARD, r.w, acc_grad, r.o, amp_fwd + (head_fwd ? r.dequant_head : r.dequant),
+              r.gather_fwd + r.bucket);
+    set_phase(mp, PHASE_LOSS, r.w, acc_grad, r.o, amp_fwd + (c->stack == STACK_LITGPT ? 0 : r.dequant_head),
+              r.gather_fwd + r.bucket);
     /* FSDP1 (root_grads): the lm_head's gradient piece is held through backward, beside the
      * accumulated gradients (without accumulation it is head_grad itself at the last block) */
     const uint64_t last_grad = acc_grad ? acc_grad + r.root_hold : head_grad;
@@ -684,6 +691,11 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
     shard_kind(c, &out->zero3, &out->ds);
 }
 
+bool memmodel_head_in_forward(const struct train_config *c, uint64_t dequant, uint64_t dequant_head)
+{
+    return c->stack == STACK_LITGPT && dequant_head > dequant;
+}
+
 /* torchtune's recipes at 0217d44c (feature logits-kept) rebind `logits` to the shifted
  * fp32 copy and never delete it: `logits = self._model(input_ids)`, `logits =
  * logits[..., :-1, :].contiguous()`, `logits = logits.transpose(1, 2)`, loss.backward()
@@ -692,7 +704,7 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
  * torchtune/modules/transformer.py L210) lives on through the blocks' backward and the
  * optimizer step until the next step's forward returns and rebinds the name: 4 bytes per
  * token and vocab entry in every phase but the loss, whose path (LOSS_KEPT) has it. */
-static void kept_logits(const struct train_config *c, struct mem_prepared *mp)
+static void kept_logits(const struct train_config *c, uint64_t ea, struct mem_prepared *mp)
 {
     if (c->features & FEAT_LOGITS_KEPT)
         mp->kept_logits_tok = 4;
@@ -701,6 +713,8 @@ static void kept_logits(const struct train_config *c, struct mem_prepared *mp)
     if (c->stack == STACK_LITGPT)
         mp->kept_logits_tok = 4;
     mp->prev_logits_tok = (c->features & FEAT_LONGEST_FIRST) ? 0 : mp->kept_logits_tok;
+    /* litgpt's forward phase ends with the lm_head: this step's 16-bit logits beside them */
+    mp->fwd_logits_tok = mp->prev_logits_tok + (c->stack == STACK_LITGPT ? ea : 0);
 }
 
 /* A loop that keeps the model's `outputs` as a plain local (feature outputs-kept: PEFT's
@@ -717,10 +731,11 @@ static void kept_outputs(const struct model_plan *p, const struct train_config *
                          struct mem_prepared *mp)
 {
     const struct model_spec *m = &p->spec;
-    kept_logits(c, mp);
+    kept_logits(c, ea, mp);
     if (!(c->features & FEAT_OUTPUTS_KEPT))
         return;
     mp->kept_logits_tok = mp->prev_logits_tok = ea;
+    mp->fwd_logits_tok = ea;
     if (!c->grad_ckpt && !c->ckpt_selective)
         mp->kept_tok = 2 * ea * (uint64_t)(m->kv_heads * m->head_dim) * (uint64_t)m->layers /
                        (uint64_t)c->tp;
@@ -911,7 +926,7 @@ static void point_coeffs(struct mem_prepared *mp)
     /* logits per vocab entry outside the loss path: those a loop keeps past the loss
      * (kept_outputs, kept_logits; inside the loss path at the loss itself), the evaluation
      * pass's */
-    mp->lg_tok[PHASE_FORWARD] = mp->prev_logits_tok;
+    mp->lg_tok[PHASE_FORWARD] = mp->fwd_logits_tok;
     for (int ph = PHASE_BWD_LAST; ph <= PHASE_OPTIMIZER; ph++)
         mp->lg_tok[ph] = mp->kept_logits_tok;
     mp->lg_tok[PHASE_EVAL] = mp->eval_logits_tok;
