@@ -40,7 +40,7 @@ static void test_hf_packed_reserved(void **state)
     assert_true(c.needed[0] == 12.0);
 }
 
-/* Replays worked by hand, on litgpt's LoRA path in 16 bit (two 2-byte tensors, then freed).
+/* Replays worked by hand, on the compiled-CE path in 16 bit (two 2-byte tensors, then freed).
  * Half the cap, then the cap: step 1 cuts two segments of 1 unit (2 bytes x half the
  * entries); at the cap neither 2-unit tensor fits a 1-unit block: two new segments, 6
  * reserved. At that peak both 1-unit segments are wholly free: 4 held. The other order:
@@ -52,11 +52,11 @@ static void test_replay_by_hand(void **state)
     (void)state;
     double res, need;
     const uint32_t rising[] = {LP_LEN_UNIT / 2, LP_LEN_UNIT};
-    assert_int_equal(losspath_replay(LOSS_LITGPT_LORA, LP_HALF, ALLOC_DEFAULT, rising, 2, &res, &need), 0);
+    assert_int_equal(losspath_replay(LOSS_COMPILED_CE, LP_HALF, ALLOC_DEFAULT, rising, 2, &res, &need), 0);
     assert_true(res == 6.0);
     assert_true(need == 4.0);
     const uint32_t falling[] = {LP_LEN_UNIT, LP_LEN_UNIT / 2};
-    assert_int_equal(losspath_replay(LOSS_LITGPT_LORA, LP_HALF, ALLOC_DEFAULT, falling, 2, &res, &need), 0);
+    assert_int_equal(losspath_replay(LOSS_COMPILED_CE, LP_HALF, ALLOC_DEFAULT, falling, 2, &res, &need), 0);
     assert_true(res == 4.0);
     assert_true(need == 4.0);
     /* expandable segments: one growing segment; rising lengths unmap nothing and map the
@@ -64,7 +64,7 @@ static void test_replay_by_hand(void **state)
      * 4 MiB left and 13 more (520 MiB). At the cap the first 512 MiB fits the free 520; the
      * second takes the 8 MiB left and maps 504 MiB, 26 pages: 52 pages, 1040 MiB, of 256 MiB
      * units (2^28 entries at one byte) 4.0625 */
-    assert_int_equal(losspath_replay(LOSS_LITGPT_LORA, LP_HALF, ALLOC_EXPANDABLE, rising, 2, &res, &need), 0);
+    assert_int_equal(losspath_replay(LOSS_COMPILED_CE, LP_HALF, ALLOC_EXPANDABLE, rising, 2, &res, &need), 0);
     assert_true(res == 4.0625);
     /* bad arguments */
     const uint32_t bad[] = {0};
@@ -138,8 +138,15 @@ static void test_chunked(void **state)
     (void)state;
     assert_true(cost(LOSS_CHUNKED_COMPILED, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 2.5);
     assert_true(cost(LOSS_CHUNKED_UPCAST, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 6.0);
-    assert_true(cost(LOSS_LITGPT_LORA, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 4.0);
-    assert_true(cost(LOSS_LITGPT_FULL, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 6.0);
+    /* litgpt under Fabric: the previous step's fp32 logits 4 + this step's 16-bit chunks 2 +
+     * their fp32 copies 4 while convert_output returns; under fp32 the copy is the tensor
+     * itself: 4 + 4. Full: fp32 logits 4 + the shifted reshape copy 4 + log_softmax 4. The
+     * run's first step has no previous logits: 2 + 4, then 4 + 4 (log_softmax). */
+    assert_true(cost(LOSS_LITGPT_LORA, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 10.0);
+    assert_true(cost(LOSS_LITGPT_LORA, 4, DATA_PACKED, ALLOC_DEFAULT).allocated == 8.0);
+    assert_true(cost(LOSS_LITGPT_FULL, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 12.0);
+    assert_true(cost(LOSS_LITGPT_LORA_FIRST, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 8.0);
+    assert_true(cost(LOSS_LITGPT_FULL_FIRST, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 12.0);
     assert_true(cost(LOSS_KEPT, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 16.0);
 }
 
@@ -209,6 +216,11 @@ static void test_select(void **state)
     assert_int_equal(losspath_select(&c, "llama"), LOSS_LITGPT_LORA);
     c.finetune = FT_FULL;
     assert_int_equal(losspath_select(&c, "llama"), LOSS_LITGPT_FULL);
+    c.features |= FEAT_LONGEST_FIRST;
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_LITGPT_FULL_FIRST);
+    c.finetune = FT_LORA;
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_LITGPT_LORA_FIRST);
+    c.features = FEAT_CHUNKED_CE;
     c.stack = STACK_TORCHTUNE;
     assert_int_equal(losspath_select(&c, "llama"), LOSS_CHUNKED_UPCAST);
     c.features |= FEAT_COMPILE;

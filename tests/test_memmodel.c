@@ -208,10 +208,12 @@ static void test_dequant_cast(void **state)
     assert_int_equal(r.dequant, 16384);
     assert_int_equal(r.dequant_head, 128000);
     predict(&c, &without);
+    /* litgpt's forward phase ends with the lm_head, whose dequantized weight (larger than a
+     * block's) is gone before Fabric's fp32 logits at the loss */
     assert_int_equal(with.phase[PHASE_LOSS][TERM_ACTIVATIONS] -
-                         without.phase[PHASE_LOSS][TERM_ACTIVATIONS], 128000);
+                         without.phase[PHASE_LOSS][TERM_ACTIVATIONS], 0);
     assert_int_equal(with.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
-                         without.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 16384);
+                         without.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 128000);
     c.features |= FEAT_DEQUANT_CAST;
     c.precision = PREC_FP16;
     memmodel_resident(&plan, &c, MEM_STAGE_ALL, &r);
@@ -282,8 +284,12 @@ static void test_kv_repeat(void **state)
 }
 
 /* HF loss on an fp32 upcast: 12 bytes per token and vocab entry: 12 x 16 x 1000. litgpt's
- * full fine-tuning keeps full 16-bit logits, chunk copies and 16-bit log_softmax:
- * 6 x 16 x 1000; its LoRA recipes chunk the lm_head too: 4 x 16 x 1000. */
+ * full fine-tuning (losspath.c litgpt_full_path): the fp32 logits Fabric returns, the shifted
+ * reshape copy and its fp32 log_softmax: 12 x 16 x 1000; its LoRA recipes: the previous
+ * step's fp32 logits, this step's 16-bit chunks and their fp32 copies: 10 x 16 x 1000. The
+ * loop keeps the fp32 logits through backward (4) and validates between steps on the fp32
+ * copy, the reshape copy and log_softmax beside them: 16; a run whose longest batch comes
+ * first validates on shorter ones. */
 static void test_logits(void **state)
 {
     (void)state;
@@ -295,14 +301,78 @@ static void test_logits(void **state)
     predict(&c, &e);
     assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 256000);
     c.stack = STACK_LITGPT;
-    c.features = FEAT_CHUNKED_CE;
+    c.features = FEAT_CHUNKED_CE | FEAT_EVAL_LOGITS;
     predict(&c, &e);
-    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 96000);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 192000);
+    assert_int_equal(e.phase[PHASE_BWD_LAST][TERM_LOGITS], 64000);
+    assert_int_equal(e.phase[PHASE_EVAL][TERM_LOGITS], 256000);
     c.finetune = FT_LORA;
     c.lora_r = 4;
     c.lora_targets = TARGET_BIT(ROLE_Q);
     predict(&c, &e);
-    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 64000);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 160000);
+    /* the forward's end, the lm_head: the previous step's fp32 logits and the 16-bit chunks */
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_LOGITS], 96000);
+    c.features |= FEAT_LONGEST_FIRST; /* first step: 16-bit chunks + fp32 copies, then + log_softmax */
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 128000);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_LOGITS], 32000);
+    assert_int_equal(e.phase[PHASE_EVAL][TERM_LOGITS], 0);
+}
+
+/* What a LoRA block keeps of its Linears' inputs (activations.c linear_inputs, lora_tok),
+ * tiny model, bf16, r 4 on q and v, no dropout, adapters in the base dtype: the frozen
+ * Linears keep nothing; the q adapter's lora_A keeps the attention input (64 x 2 = 128), the
+ * v adapter reads the same tensor; each keeps its r-wide lora_A output (4 x 2 x 2 = 16).
+ * Under a bitsandbytes base every MatMul4Bit keeps its input: the attention input and the
+ * MLP input (64 each), down's input (128), o's input being SDPA's saved output: 256 x 2 =
+ * 512, and the adapters' inputs are those. */
+static void test_lora_linear_inputs(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_act_tok a;
+    c.stack = STACK_TORCHTUNE;
+    c.finetune = FT_LORA;
+    c.lora_r = 4;
+    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
+    act_block_tok(&plan, &c, &a);
+    assert_int_equal(a.lin_in, 0);
+    assert_int_equal(a.lora, 144);
+    c.finetune = FT_QLORA;
+    c.quant = QUANT_NF4;
+    act_block_tok(&plan, &c, &a);
+    assert_int_equal(a.lin_in, 512);
+    assert_int_equal(a.lora, 16);
+}
+
+/* bitsandbytes' MatMul4Bit inputs a litgpt step keeps (act_bnb_held_tok), tiny model (2
+ * blocks, hidden 64, attention output 4 x 16, intermediate 128), bf16: each block's
+ * attention input 64, MLP input 64, o's input 64, down's input 128 = 320 elements, x 2
+ * blocks, less block 0's attention input (64), plus the quantized lm_head's input (64):
+ * 640 elements, 1280 bytes per token. The graph is the previous step's through the forward
+ * and the loss; this step's at the optimizer step (16 tokens: 20480 bytes). */
+static void test_bnb_held(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    struct mem_estimate e;
+    c.stack = STACK_LITGPT;
+    c.finetune = FT_QLORA;
+    c.quant = QUANT_NF4;
+    c.lora_r = 4;
+    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
+    c.features = FEAT_QUANT_HEAD;
+    assert_int_equal(act_bnb_held_tok(&plan, &c), 1280);
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_ACTIVATIONS], 20480);
+    c.features = 0; /* a 16-bit lm_head */
+    assert_int_equal(act_bnb_held_tok(&plan, &c), 1152);
+    c.features = FEAT_TORCHAO_NF4; /* linear_nf4 keeps nothing in ctx */
+    assert_int_equal(act_bnb_held_tok(&plan, &c), 0);
+    c.features = FEAT_QUANT_HEAD;
+    c.stack = STACK_HF; /* the trainer drops the graph after backward */
+    assert_int_equal(act_bnb_held_tok(&plan, &c), 0);
 }
 
 /* Two cuBLAS workspaces (forward and autograd threads). Off Hopper 2 x 8,519,680 bytes
@@ -1024,7 +1094,9 @@ int main(void)
         cmocka_unit_test(test_softcap_attention),
         cmocka_unit_test(test_dequant_cast),
         cmocka_unit_test(test_kv_repeat),
-        cmocka_unit_test(test_logits), cmocka_unit_test(test_blas_workspace),
+        cmocka_unit_test(test_logits),
+        cmocka_unit_test(test_bnb_held), cmocka_unit_test(test_lora_linear_inputs),
+        cmocka_unit_test(test_blas_workspace),
         cmocka_unit_test(test_variable_reserved), cmocka_unit_test(test_fsdp_mixed_precision), cmocka_unit_test(test_reserved_capacity),
         cmocka_unit_test(test_qlora_weights),
         cmocka_unit_test(test_paged_states),

@@ -37,6 +37,7 @@ FEATURE_ORDER = [
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
     "fsdp", "deepspeed", "flash-attn", "full-init", "no-accum", "logits-kept", "empty-cache",
     "empty-cache-10", "outputs-kept", "lora-dropout", "ds-default-buckets", "fsdp1",
+    "longest-first",
 ]
 
 # Out of scope: not decoder-only causal LMs.
@@ -387,6 +388,11 @@ def source_features(letter, row, rid):
             feats.append("untied-head")
         elif model not in HF_UNTIED:
             raise ValueError(rid + ": unknown HF tying for " + model)
+    # lit-gpt 8641822's finetune scripts force the longest sample into iteration 0 and draw
+    # every later batch (validation's too) at random: get_batch(fabric, train_data,
+    # longest_seq_ix if iter_num == 0 else None)
+    if letter == "B":
+        feats.append("longest-first")
     if letter == "C":
         n = int(rid.split("-")[1])
         if n >= 2:

@@ -9,23 +9,113 @@
 
 #include "float8.h"
 
-/* Copies of the block Linears' inputs kept per token, in units of those inputs.
- * Trained Linears keep their input for the weight gradient (1). A frozen nn.Linear keeps
- * nothing: F.linear on a 3-D input is matmul -> mm, whose derivative saves `self` only when
- * should_compute_output(mat2) (pytorch tools/autograd/gen_variable_type.py guard_for), yet
- * the model keeps one copy under LoRA (1), and README "Known gap" says why: counting what
- * autograd really keeps instead (the adapters' shared inputs, o's input as SDPA's output,
- * litgpt's fused qkv held by the saved v view and zero_pad's index_copy source, torch <= 2.1's
- * mean keeping its input) fits the LGRT and TTS rows and leaves the LGCH rows 8 to 19 % below,
- * past tests/cli/validate.sh's bounds. bitsandbytes' MatMul4Bit / MatMul8bitLt save the input
- * whenever it requires grad (bnb autograd/_functions.py: ctx.tensors = (A, B)), one more copy
- * for a quantized base (2). */
-static uint64_t linear_input_copies(const struct train_config *c)
+/* Whether a LoRA base is a bitsandbytes layer whose MatMul4Bit / MatMul8bitLt keeps its input
+ * whenever the input requires grad (bnb autograd/_functions.py: ctx.tensors = (A, B)), for a
+ * frozen weight too. torchao's linear_nf4 backward needs only the weight (torchao
+ * dtypes/nf4tensor.py). */
+static bool bnb_keeps_input(const struct train_config *c)
 {
+    return c->finetune != FT_FULL && c->quant != QUANT_NONE && !(c->features & FEAT_TORCHAO_NF4);
+}
+
+/* Whether o_proj's input is a tensor of its own. SDPA's flash and memory-efficient kernels
+ * allocate their output (B, T, heads, head_dim) and return it transposed, so
+ * transpose(1, 2)(.contiguous()).reshape in every stack (transformers LlamaAttention,
+ * torchtune modules/attention.py, litgpt model.py) is a view of the output SDPA saves;
+ * eager attention's att @ v is transposed and copied. */
+static bool o_input_own(const struct model_spec *m, const struct train_config *c)
+{
+    return act_eager_attn(m, c);
+}
+
+/* The block Linears' inputs kept per token for their own backward. A trained Linear keeps its
+ * input for the weight gradient. A frozen nn.Linear keeps nothing: F.linear on a 3-D input is
+ * matmul -> mm, and mm's derivative saves `self` only when should_compute_output(mat2)
+ * (pytorch tools/autograd/gen_variable_type.py guard_for, derivatives.yaml mm), which a
+ * weight without requires_grad never sets. A bitsandbytes base keeps its input (attention
+ * input, MLP input, down input, o input where it is its own); a wrapped adapter's lora_A
+ * keeps the same input, counted in lora_tok. */
+static uint64_t linear_inputs(const struct model_plan *p, const struct train_config *c, uint64_t ea)
+{
+    const struct model_spec *m = &p->spec;
+    const uint64_t tp = (uint64_t)c->tp, i = (uint64_t)p->inter_active;
+    const uint64_t ao = (uint64_t)m->heads * (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
+    const uint64_t ins = (uint64_t)m->hidden * (m->norms_per_layer == 1 ? 1 : 2);
     if (c->finetune == FT_FULL)
-        return 1;
-    /* torchao's linear_nf4 backward needs only the weight (torchao dtypes/nf4tensor.py) */
-    return c->quant != QUANT_NONE && !(c->features & FEAT_TORCHAO_NF4) ? 2 : 1;
+        return ea * (ins + ao / tp + i / tp);
+    if (!bnb_keeps_input(c))
+        return 0;
+    return ea * (ins + (o_input_own(m, c) ? ao / tp : 0) + i / tp);
+}
+
+/* litgpt's fused qkv output held by the saved v (model.py CausalSelfAttention.forward at
+ * 8641822 and 5895df10): qkv.view(B, T, groups, q_per_kv + 2, hs).permute(0, 2, 3, 1, 4),
+ * split; q and k are roped into new tensors (torch.cat), but with as many query groups as
+ * heads v.reshape(B, -1, T, hs) only drops a size-1 dimension and stays a view, which SDPA
+ * (or eager att @ v) saves: the whole qkv output stays, q's and k's widths beyond v. With
+ * fewer groups k and v are expanded and reshaped into copies (kv_repeat) and nothing is
+ * held. Under torch.compile the partitioner chooses what to keep. Per token, per block. */
+static uint64_t litgpt_qkv_hold(const struct model_spec *m, const struct train_config *c, uint64_t ea)
+{
+    if (c->stack != STACK_LITGPT || m->kv_heads != m->heads || (c->features & FEAT_COMPILE))
+        return 0;
+    return ea * (uint64_t)(m->heads + m->kv_heads) * (uint64_t)m->head_dim / (uint64_t)c->tp;
+}
+
+/* litgpt LoRAQKVLinear.zero_pad (lora.py at 8641822 and 5895df10) when some but not all of
+ * q, k, v carry LoRA: result.index_copy(1, lora_ind, x.reshape(-1, sum(qkv_shapes))), and
+ * index_copy keeps its source for backward (derivatives.yaml index_copy: the source's
+ * gradient is grad.index_select(dim, index).expand_as(source), and expand_as takes the tensor
+ * itself): the adapters' output, the enabled widths, per token and block. */
+static uint64_t litgpt_zero_pad(const struct model_spec *m, const struct train_config *c, uint32_t targets,
+                                uint64_t ea)
+{
+    const uint32_t qkv = targets & (TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_K) | TARGET_BIT(ROLE_V));
+    if (c->stack != STACK_LITGPT || c->finetune == FT_FULL || !qkv ||
+        qkv == (TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_K) | TARGET_BIT(ROLE_V)))
+        return 0;
+    const uint64_t q = (uint64_t)(m->heads * m->head_dim), kv = (uint64_t)(m->kv_heads * m->head_dim);
+    const uint64_t width = ((qkv & TARGET_BIT(ROLE_Q)) ? q : 0) + ((qkv & TARGET_BIT(ROLE_K)) ? kv : 0) +
+                           ((qkv & TARGET_BIT(ROLE_V)) ? kv : 0);
+    return ea * width / (uint64_t)c->tp;
+}
+
+/* Whether a wrapped module's input (no dropout, no cast) is a tensor counted already: the
+ * attention input after the first of q, k, v, the MLP input after gate, o's input (SDPA's
+ * output) under SDPA, any input a bitsandbytes base keeps. */
+static bool shared_input(const struct model_plan *p, const struct train_config *c, int role, bool *qkv_done,
+                         bool *mlp_in_done)
+{
+    const bool in_qkv = role == ROLE_Q || role == ROLE_K || role == ROLE_V;
+    const bool mlp_in = role == ROLE_GATE || role == ROLE_UP;
+    bool counted = bnb_keeps_input(c) || (in_qkv && *qkv_done) || (mlp_in && *mlp_in_done) ||
+                   (role == ROLE_O && !o_input_own(&p->spec, c));
+    *mlp_in_done |= mlp_in;
+    return counted;
+}
+
+/* bitsandbytes' MatMul4Bit up to 0.43.1 keeps its input as a plain ctx attribute,
+ * `ctx.tensors = (A, B)` when the input requires grad (bnb autograd/_functions.py at 0.42.0,
+ * 4870580f; bnb PR #1270, in 0.43.2, made it (None, B): "the bug that caused a lot of memory
+ * issues with QLoRA"). Backward releases saved variables, not ctx attributes, so these inputs
+ * live as long as the graph, and litgpt's fit() keeps the graph: `logits = model(...)` binds
+ * the step's outputs (their grad_fn chain reaches every block) until the next step's model()
+ * returns (finetune/lora.py fit at 5895df10, lit-gpt 8641822 finetune/lora.py train; litgpt
+ * pins bitsandbytes==0.42.0, pyproject.toml at 5895df10). Held per token over all blocks: each
+ * block's Linear inputs (the attention input, o's input, the MLP input, down's input), less
+ * the first block's attention input, which comes from the frozen embedding and norm and does
+ * not require grad; and the lm_head's chunks of the final norm's output when it is a
+ * bitsandbytes layer too. */
+uint64_t act_bnb_held_tok(const struct model_plan *p, const struct train_config *c)
+{
+    const struct model_spec *m = &p->spec;
+    if (c->stack != STACK_LITGPT || c->finetune == FT_FULL || c->quant == QUANT_NONE ||
+        (c->features & FEAT_TORCHAO_NF4))
+        return 0;
+    const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2, tp = (uint64_t)c->tp, h = (uint64_t)m->hidden;
+    const uint64_t ao = (uint64_t)m->heads * (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
+    const uint64_t block = h * (m->norms_per_layer == 1 ? 1 : 2) + ao / tp + (uint64_t)p->inter_active / tp;
+    return ea * (block * (uint64_t)m->layers - h + ((c->features & FEAT_QUANT_HEAD) ? h : 0));
 }
 
 /* What LoRA adapters of one block save per token. Each wrapped module keeps the r-wide
@@ -39,7 +129,7 @@ static uint64_t lora_tok(const struct model_plan *p, const struct train_config *
     const bool fused_qkv = p->spec.fused_qkv || (c->features & FEAT_FUSED_QKV);
     const uint32_t targets = plan_lora_targets(p, c);
     uint64_t bytes = 0;
-    bool qkv_done = false;
+    bool qkv_done = false, mlp_in_done = false;
     for (int role = ROLE_Q; role <= ROLE_DOWN; role++) {
         if (!(targets & TARGET_BIT(role)) || !p->role_w[role])
             continue;
@@ -58,9 +148,11 @@ static uint64_t lora_tok(const struct model_plan *p, const struct train_config *
             bytes += (ea + 1) * in;
         else if (cast_input)
             bytes += ea * in;
+        else
+            bytes += shared_input(p, c, role, &qkv_done, &mlp_in_done) ? 0 : ea * in;
         qkv_done |= in_qkv;
     }
-    return bytes / (uint64_t)c->tp;
+    return bytes / (uint64_t)c->tp + litgpt_zero_pad(&p->spec, c, targets, ea);
 }
 
 /* Sequence parallelism with TP (torchtitan 9dec370 parallelisms/parallelize_llama.py
@@ -217,8 +309,8 @@ bool act_eager_attn(const struct model_spec *m, const struct train_config *c)
  * a tensor autograd saves for backward in the HF modelling code:
  *  - RMSNorm saves its fp32 upcast input (4h); LayerNorm its input (e_r h); a trained norm
  *    weight also keeps the normalised output;
- *  - Linear inputs (e_a h into q/k/v and into the MLP, e_a q into o, e_a i into down),
- *    linear_input_copies() times;
+ *  - Linear inputs (e_a h into q/k/v and into the MLP, e_a q into o, e_a i into down) that
+ *    a trained weight or a bitsandbytes base keeps (linear_inputs);
  *  - SDPA (flash / memory-efficient) saves q, k, v, its output and an fp32 logsumexp per
  *    head;
  *  - eager attention saves q and the expanded k, v, the fp32 softmax and its 16-bit cast
@@ -241,7 +333,6 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
     const uint64_t vd = (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
     const uint64_t v = (uint64_t)m->kv_heads * vd, ao = (uint64_t)m->heads * vd;
     const uint64_t tp = (uint64_t)c->tp, heads = (uint64_t)m->heads;
-    const uint64_t copies = linear_input_copies(c);
     const bool trained = c->finetune == FT_FULL;
     /* torch.compile's min-cut partitioner recomputes pointwise ops in backward: a norm
      * then keeps only its input, a gated MLP only gate and up (not act(gate)) */
@@ -250,7 +341,7 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
     const uint64_t norm = (compiled ? er * h
                                     : (m->norm == NORM_RMSNORM ? 4 : er) * h + (trained ? ea * h : 0)) / sp;
     /* q/k/v read one normalised input; the MLP another unless the block is parallel */
-    uint64_t lin_in = copies * ea * (h * (m->norms_per_layer == 1 ? 1 : 2) + ao / tp + i / tp);
+    uint64_t lin_in = linear_inputs(p, c, ea);
     /* --precision fp8, tensorwise: each Float8Linear saves its own e4m3 input_fp8 (1 byte
      * an element) instead of sharing the 16-bit normed input (float8.c cites
      * torchao); rowwise saves the high-precision input, as nn.Linear */
@@ -277,7 +368,7 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
             attn += kv_rep_on ? kv_rep : 0;
         }
     }
-    attn += qk_norm_tok(m, ea, trained) / tp + latent_tok(m, ea, trained);
+    attn += qk_norm_tok(m, ea, trained) / tp + latent_tok(m, ea, trained) + litgpt_qkv_hold(m, c, ea);
     uint64_t mlp = (m->mlp == MLP_GATED ? (compiled ? 2 : 3) : 1) * ea * i / tp + moe_tok(p, ea);
     uint64_t lora = c->finetune != FT_FULL ? lora_tok(p, c, ea) : 0;
     uint64_t norms = (uint64_t)(m->norms_per_layer > 2 ? 2 : m->norms_per_layer) * norm +

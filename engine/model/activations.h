@@ -43,4 +43,8 @@ int act_kv_repeat(const struct train_config *c);
  *         stack without SDPA for it). */
 bool act_eager_attn(const struct model_spec *m, const struct train_config *c);
 
+/* @return what a litgpt step's bitsandbytes MatMul4Bit nodes keep in ctx per token, over all
+ *         blocks: alive until the next step's forward returns (0 elsewhere). */
+uint64_t act_bnb_held_tok(const struct model_plan *p, const struct train_config *c);
+
 #endif

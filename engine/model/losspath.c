@@ -31,6 +31,8 @@ enum lp_size {
     SZ_AMP_WIDE,    /* 4 under autocast, else e_a (an op autocast runs in fp32) */
     SZ_AMP_COMPUTE, /* e_a under autocast, else 0 (the backward of autocast's cast) */
     SZ_FP32_CHUNK8, /* one fp32 chunk of eight: 0.5 */
+    SZ_HALF_ONLY,   /* e_a-sized logits that exist beside their fp32 copy: e_a, or 0 under fp32
+                       (where .to(torch.float32) returns the tensor itself) */
 };
 
 struct lp_event {
@@ -150,15 +152,49 @@ static const struct lp_event chunked_compiled_path[] = {
     A(0, SZ_COMPUTE), A(1, SZ_FP32_CHUNK8), F(1), F(0),
 };
 
-/* litgpt: LoRA recipes compute the lm_head in 128-token chunks (16-bit, 0) and
- * chunked_cross_entropy takes a 16-bit log_softmax of each (1); finetune/full.py computes
- * the full logits (0), and chunked_cross_entropy copies each non-contiguous chunk of
- * logits[..., :-1, :] (1) before its log_softmax (2). */
+/* litgpt runs under Lightning Fabric, whose _FabricModule.forward ends with
+ * `output = precision.convert_output(output)`, and every precision plugin (HalfPrecision for
+ * bf16-true, MixedPrecision, FSDPPrecision, BitsandbytesPrecision) converts the output to
+ * torch.get_default_dtype(), fp32 outside its forward_context: apply_to_collection(...,
+ * _convert_fp_tensor) makes an fp32 copy of every logits tensor while the 16-bit list is still
+ * referenced, which is dropped when convert_output returns (lightning src/lightning/fabric/
+ * wrappers.py _FabricModule.forward and plugins/precision/half.py convert_output at 438f29f07a,
+ * the 2.3.0.dev20240328 that litgpt 5895df10 pins, and at 71aed751f7 that lit-gpt 8641822
+ * pins). fit() binds them, `logits = model(input_ids, ...)`, and only that rebinding in the
+ * next step, after model() has returned, drops the previous step's fp32 logits (0) (litgpt
+ * finetune/lora.py and full.py fit at 5895df10; lit-gpt 8641822 finetune/lora.py train): the
+ * previous step's, taken of the same length.
+ * LoRA recipes compute the lm_head in 128-token chunks (1, 16-bit), the fp32 copies (2), then
+ * chunked_cross_entropy's fp32 log_softmax of each chunk (3): 10 while convert_output
+ * returns. Backward: the loss's nodes, created last, run first (the engine's ready queue
+ * orders by sequence number), so each chunk's log_softmax gradient (4) waits in its
+ * ToCopyBackward node while the saved outputs are released chunk by chunk; ToCopyBackward
+ * casts them back to e_a (5) for the lm_head. The fp32 logits (2) stay bound into the next
+ * step (memmodel.c kept_logits). */
 static const struct lp_event litgpt_lora_path[] = {
-    A(0, SZ_COMPUTE), A(1, SZ_COMPUTE), F(1), F(0),
+    A(0, SZ_FP32), A(1, SZ_HALF_ONLY), A(2, SZ_FP32), F(1), F(0), A(3, SZ_FP32), F(3),
+    A(4, SZ_FP32), F(4), A(5, SZ_HALF_ONLY), F(5), F(2),
 };
+/* finetune/full.py computes the full logits (1) and their fp32 copy (2), then
+ * chunked_cross_entropy(logits[..., :-1, :]) reshapes the non-contiguous slice into a copy
+ * (3) whose 128-row chunks get their log_softmax (4): 12 until it returns. Backward: the
+ * chunks' gradients (5), SplitBackward's cat of them (6), SliceBackward's zero-filled full
+ * shape (7), ToCopyBackward's cast (8). */
 static const struct lp_event litgpt_full_path[] = {
-    A(0, SZ_COMPUTE), A(1, SZ_COMPUTE), A(2, SZ_COMPUTE), F(2), F(1), F(0),
+    A(0, SZ_FP32), A(1, SZ_HALF_ONLY), A(2, SZ_FP32), F(1), F(0), A(3, SZ_FP32), A(4, SZ_FP32),
+    F(3), F(4), A(5, SZ_FP32), A(6, SZ_FP32), F(5), A(7, SZ_FP32), F(6), A(8, SZ_HALF_ONLY),
+    F(7), F(8), F(2),
+};
+
+/* The same in the run's first step (FEAT_LONGEST_FIRST): no previous step's logits. */
+static const struct lp_event litgpt_lora_first_path[] = {
+    A(1, SZ_HALF_ONLY), A(2, SZ_FP32), F(1), A(3, SZ_FP32), F(3),
+    A(4, SZ_FP32), F(4), A(5, SZ_HALF_ONLY), F(5), F(2),
+};
+static const struct lp_event litgpt_full_first_path[] = {
+    A(1, SZ_HALF_ONLY), A(2, SZ_FP32), F(1), A(3, SZ_FP32), A(4, SZ_FP32),
+    F(3), F(4), A(5, SZ_FP32), A(6, SZ_FP32), F(5), A(7, SZ_FP32), F(6), A(8, SZ_HALF_ONLY),
+    F(7), F(8), F(2),
 };
 
 #define PATH(name, ev, src) {name, ev, sizeof ev / sizeof ev[0], src}
@@ -183,9 +219,15 @@ static const struct {
     [LOSS_CHUNKED_COMPILED] = PATH("chunked-compiled", chunked_compiled_path,
                                    "torchtune CEWithChunkedOutputLoss under torch.compile (one fp32 chunk)"),
     [LOSS_LITGPT_LORA] = PATH("litgpt-lora", litgpt_lora_path,
-                              "litgpt chunked_cross_entropy: 128-token 16-bit chunks (LoRA recipes)"),
+                              "litgpt chunked lm_head + chunked_cross_entropy on Fabric's fp32 "
+                              "convert_output copies, the previous step's kept (LoRA recipes)"),
     [LOSS_LITGPT_FULL] = PATH("litgpt-full", litgpt_full_path,
-                              "litgpt finetune/full.py full logits + chunked_cross_entropy's chunk copies"),
+                              "litgpt finetune/full.py full logits, Fabric's fp32 copy, the "
+                              "shifted reshape copy, the previous step's kept"),
+    [LOSS_LITGPT_LORA_FIRST] = PATH("litgpt-lora-first", litgpt_lora_first_path,
+                                    "litgpt-lora in the run's first (longest) step"),
+    [LOSS_LITGPT_FULL_FIRST] = PATH("litgpt-full-first", litgpt_full_first_path,
+                                    "litgpt-full in the run's first (longest) step"),
     [LOSS_OUTPUTS_KEPT] = PATH("outputs-kept", outputs_kept_path, "PEFT method_comparison/MetaMathQA/run.py "
                                "L213-215 @5fe7f8f8: `outputs` kept; the hf path otherwise"),
     [LOSS_COMPILED_CE] = PATH("compiled-ce", compiled_ce_path, "torchtitan components/loss.py "
@@ -208,6 +250,8 @@ const char *loss_path_name(enum loss_path lp)
 enum loss_path losspath_select(const struct train_config *c, const char *model_type)
 {
     if (c->features & FEAT_CHUNKED_CE) {
+        if (c->stack == STACK_LITGPT && (c->features & FEAT_LONGEST_FIRST))
+            return c->finetune == FT_FULL ? LOSS_LITGPT_FULL_FIRST : LOSS_LITGPT_LORA_FIRST;
         if (c->stack == STACK_LITGPT)
             return c->finetune == FT_FULL ? LOSS_LITGPT_FULL : LOSS_LITGPT_LORA;
         return (c->features & FEAT_COMPILE) ? LOSS_CHUNKED_COMPILED : LOSS_CHUNKED_UPCAST;
@@ -256,6 +300,8 @@ static uint64_t eighths(enum lp_size s, enum lp_class k)
         return amp ? ea : 0;
     case SZ_FP32_CHUNK8:
         return 4;
+    case SZ_HALF_ONLY:
+        return k == LP_FP32 ? 0 : ea;
     default:
         return ea;
     }

@@ -32,8 +32,10 @@ enum loss_path {
     LOSS_KEPT,        /* a loop that holds its fp32 logits through backward (torchtune May 2024) */
     LOSS_CHUNKED_UPCAST,  /* torchtune chunked CE: 16-bit logits, each chunk upcast */
     LOSS_CHUNKED_COMPILED,/* the same under torch.compile: one fp32 chunk of 8 at a time */
-    LOSS_LITGPT_LORA, /* litgpt LoRA: chunked lm_head, 16-bit chunks and their log_softmax */
-    LOSS_LITGPT_FULL, /* litgpt full: full 16-bit logits, chunk copies, 16-bit log_softmax */
+    LOSS_LITGPT_LORA, /* litgpt LoRA: chunked lm_head, Fabric's fp32 copies, fp32 log_softmax */
+    LOSS_LITGPT_FULL, /* litgpt full: full logits, Fabric's fp32 copy, a reshape copy, log_softmax */
+    LOSS_LITGPT_LORA_FIRST, /* ... the run's first step: no previous step's logits */
+    LOSS_LITGPT_FULL_FIRST,
     LOSS_OUTPUTS_KEPT,/* the hf path in a loop that keeps `outputs` (its 16-bit logits) past
                          the step (PEFT's MetaMathQA run.py) */
     LOSS_COMPILED_CE, /* cross_entropy(logits.float()) under torch.compile (torchtitan's

@@ -60,8 +60,8 @@
                     "quantized it from fp16)"
 #define SRC_NORM "HF LlamaRMSNorm saves its fp32 input (LayerNorm its input), + the output of a " \
                  "trained weight"
-#define SRC_LIN_IN "torch.nn.Linear saves its input for the weight gradient; + one copy for LoRA " \
-                   "(measured rows, README Known gap), + bitsandbytes MatMul4Bit's saved input"
+#define SRC_LIN_IN "torch.nn.Linear saves its input for the weight gradient (trained weights only: " \
+                   "mm's guard_for); bitsandbytes MatMul4Bit keeps its input (ctx.tensors)"
 #define SRC_SDPA "torch SDPA (flash / memory-efficient): q, k, v, output + fp32 logsumexp per head"
 #define SRC_EAGER "eager attention: q, expanded k and v, fp32 softmax and its 16-bit cast " \
                   "(+ tanh softcapping's output: litgpt model.py, Gemma 2)"
@@ -83,9 +83,13 @@
                     "to output_chunks until pytorch#153383 (2025-05), cleared when the next step starts"
 #define SRC_PP_IGRAD "torch distributed/pipelining/_backward.py stage_backward: each input gradient stays " \
                      "in its receive buffer's .grad until clear_runtime_states (before pytorch#164329)"
-#define SRC_EVAL "litgpt: a validation pass keeps full 16-bit logits and their log_softmax"
+#define SRC_EVAL "validation: the logits and their log_softmax; litgpt (5895df10 validate): Fabric's fp32 " \
+    "copy, the shifted reshape copy, its fp32 log_softmax, and fit()'s last training logits"
+#define SRC_BNB_HELD "bitsandbytes 0.42.0 MatMul4Bit: ctx.tensors = (A, B), not released by backward (bnb " \
+    "PR #1270, 0.43.2); litgpt fit() keeps the graph through `logits` until the next forward returns"
 #define SRC_KEPT_LOGITS "PEFT MetaMathQA run.py L213-215 @5fe7f8f8 `outputs`; torchtune recipes @0217d44c `logits` " \
-    "(lora_finetune_single_device.py L460-469): held until the next forward returns"
+    "(lora_finetune_single_device.py L460-469); litgpt fit() `logits` (Fabric's fp32 copy, 5895df10): " \
+    "held until the next forward returns"
 #define SRC_GATHER "torch FSDP: the root unit stays gathered (_post_forward_reshard), one block " \
                    "gathered, in backward + the prefetched block and a block's gradient; " \
                    "Gemini (no units): the whole 16-bit model (LLMem 5.2)"
@@ -507,8 +511,11 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
         f->amp = one ? 0 : amp_fwd;
         f->amp_one_block = one ? r->amp_one : 0;
     }
-    f->dequant = ph == PHASE_LOSS || ph == PHASE_OPTIMIZER ? 0 : r->dequant;
-    f->dequant_head = ph == PHASE_LOSS || ph == PHASE_EVAL ? r->dequant_head : 0;
+    /* memmodel.c fixed_phases: litgpt's forward is the lm_head's moment, its loss after it */
+    const bool head_fwd = memmodel_head_in_forward(c, r->dequant, r->dequant_head);
+    f->dequant = ph == PHASE_LOSS || ph == PHASE_OPTIMIZER || (ph == PHASE_FORWARD && head_fwd) ? 0 : r->dequant;
+    f->dequant_head = (ph == PHASE_LOSS && c->stack != STACK_LITGPT) || ph == PHASE_EVAL ||
+                      (ph == PHASE_FORWARD && head_fwd) ? r->dequant_head : 0;
 }
 
 static void base_rows(struct build *b, const struct ctx *x)
@@ -617,12 +624,30 @@ static void block_rows(struct build *b, const struct ctx *x, uint64_t blocks, co
     }
 }
 
+/* The Linear inputs a kept graph's bitsandbytes nodes hold (mempoint.c act_coeffs). */
+static void bnb_held_rows(struct build *b, const struct ctx *x)
+{
+    const struct mem_prepared *mp = &x->mp;
+    uint64_t held = 0;
+    if (x->ph == PHASE_FORWARD || x->ph == PHASE_LOSS)
+        held = mp->held_prev ? mp->held_tok : 0;
+    else if (x->ph == PHASE_BWD_FIRST)
+        held = mp->held_tok - mp->held_blk_tok;
+    else if (x->ph == PHASE_OPTIMIZER || x->ph == PHASE_EVAL)
+        held = mp->held_tok;
+    if (held)
+        tok_row(b, x, TERM_ACTIVATIONS, x->ph == PHASE_FORWARD || x->ph == PHASE_LOSS
+                    ? "previous step's MatMul4Bit inputs (kept graph)" : "this step's MatMul4Bit inputs (kept graph)",
+                held, 1, 0, 0, SRC_BNB_HELD);
+}
+
 /* The batch-dependent activations of the phase (memmodel_eval's act[]). */
 static void activation_rows(struct build *b, const struct ctx *x)
 {
     const struct mem_prepared *mp = &x->mp;
     const enum mem_phase ph = x->ph;
     uint64_t held = 0;
+    bnb_held_rows(b, x);
     switch (ph) {
     case PHASE_FORWARD:
         held = (uint64_t)mp->act_layers[0];
@@ -664,12 +689,13 @@ static void logits_rows(struct build *b, const struct ctx *x)
                  x->mp.logits_tok);
         r = row_bytes(b, TERM_LOGITS, name, "mixed", bytes_scale(entries, x->mp.logits_tok), losspath_source(lp));
     } else if (x->ph == PHASE_EVAL) {
-        r = row_bytes(b, TERM_LOGITS, "validation logits + log_softmax", "bf16",
+        r = row_bytes(b, TERM_LOGITS, "validation logits + log_softmax", "mixed",
                       bytes_mul(entries, x->mp.eval_logits_tok), SRC_EVAL);
     } else if (x->mp.lg_tok[x->ph]) { /* a loop's kept logits (memmodel.c kept_outputs, kept_logits) */
         const uint64_t per = x->mp.lg_tok[x->ph];
-        r = row_bytes(b, TERM_LOGITS, "logits the loop keeps past the loss", per == 4 ? "fp32" : "bf16",
-                      bytes_mul(entries, per), SRC_KEPT_LOGITS);
+        const bool head = x->ph == PHASE_FORWARD && c->stack == STACK_LITGPT; /* memmodel.c kept_logits */
+        r = row_bytes(b, TERM_LOGITS, head ? "kept logits + the lm_head's 16-bit output" : "logits the loop keeps past the loss",
+                      head ? "mixed" : per == 4 ? "fp32" : "bf16", bytes_mul(entries, per), SRC_KEPT_LOGITS);
     }
     if (r)
         snprintf(r->shape, sizeof r->shape, "%d x %d x %" PRId64, c->micro_batch, c->seq_len, x->mp.vocab);

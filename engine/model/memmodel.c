@@ -594,8 +594,15 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     const uint64_t bwd_grad = acc_grad > r.g ? acc_grad : r.g;
     if (acc_grad)
         head_grad = acc_grad;
-    set_phase(mp, PHASE_FORWARD, r.w, acc_grad, r.o, amp_fwd + r.dequant, r.gather_fwd + r.bucket);
-    set_phase(mp, PHASE_LOSS, r.w, acc_grad, r.o, amp_fwd + r.dequant_head, r.gather_fwd + r.bucket);
+    /* litgpt: a quantized lm_head's dequantized weight exists only while each chunk's
+     * MatMul4Bit runs (bnb autograd/_functions.py at 0.42.0: F.dequantize_4bit(B).to(A.dtype)
+     * inside forward), before Fabric's fp32 copies of the logits (losspath.c
+     * litgpt_lora_path): the forward phase is that moment, the loss phase the copies' */
+    const bool head_fwd = memmodel_head_in_forward(c, r.dequant, r.dequant_head);
+    set_phase(mp, PHASE_FORWARD, r.w, acc_grad, r.o, amp_fwd + (head_fwd ? r.dequant_head : r.dequant),
+              r.gather_fwd + r.bucket);
+    set_phase(mp, PHASE_LOSS, r.w, acc_grad, r.o, amp_fwd + (c->stack == STACK_LITGPT ? 0 : r.dequant_head),
+              r.gather_fwd + r.bucket);
     /* FSDP1 (root_grads): the lm_head's gradient piece is held through backward, beside the
      * accumulated gradients (without accumulation it is head_grad itself at the last block) */
     const uint64_t last_grad = acc_grad ? acc_grad + r.root_hold : head_grad;
@@ -684,6 +691,11 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
     shard_kind(c, &out->zero3, &out->ds);
 }
 
+bool memmodel_head_in_forward(const struct train_config *c, uint64_t dequant, uint64_t dequant_head)
+{
+    return c->stack == STACK_LITGPT && dequant_head > dequant;
+}
+
 /* torchtune's recipes at 0217d44c (feature logits-kept) rebind `logits` to the shifted
  * fp32 copy and never delete it: `logits = self._model(input_ids)`, `logits =
  * logits[..., :-1, :].contiguous()`, `logits = logits.transpose(1, 2)`, loss.backward()
@@ -692,10 +704,17 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
  * torchtune/modules/transformer.py L210) lives on through the blocks' backward and the
  * optimizer step until the next step's forward returns and rebinds the name: 4 bytes per
  * token and vocab entry in every phase but the loss, whose path (LOSS_KEPT) has it. */
-static void kept_logits(const struct train_config *c, struct mem_prepared *mp)
+static void kept_logits(const struct train_config *c, uint64_t ea, struct mem_prepared *mp)
 {
     if (c->features & FEAT_LOGITS_KEPT)
         mp->kept_logits_tok = 4;
+    /* litgpt's fit() keeps the fp32 logits Fabric's convert_output made the same way until the
+     * next step's model() returns (losspath.c litgpt_lora_path, which has them at the loss) */
+    if (c->stack == STACK_LITGPT)
+        mp->kept_logits_tok = 4;
+    mp->prev_logits_tok = (c->features & FEAT_LONGEST_FIRST) ? 0 : mp->kept_logits_tok;
+    /* litgpt's forward phase ends with the lm_head: this step's 16-bit logits beside them */
+    mp->fwd_logits_tok = mp->prev_logits_tok + (c->stack == STACK_LITGPT ? ea : 0);
 }
 
 /* A loop that keeps the model's `outputs` as a plain local (feature outputs-kept: PEFT's
@@ -712,10 +731,11 @@ static void kept_outputs(const struct model_plan *p, const struct train_config *
                          struct mem_prepared *mp)
 {
     const struct model_spec *m = &p->spec;
-    kept_logits(c, mp);
+    kept_logits(c, ea, mp);
     if (!(c->features & FEAT_OUTPUTS_KEPT))
         return;
-    mp->kept_logits_tok = ea;
+    mp->kept_logits_tok = mp->prev_logits_tok = ea;
+    mp->fwd_logits_tok = ea;
     if (!c->grad_ckpt && !c->ckpt_selective)
         mp->kept_tok = 2 * ea * (uint64_t)(m->kv_heads * m->head_dim) * (uint64_t)m->layers /
                        (uint64_t)c->tp;
@@ -759,6 +779,9 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     /* the repeated K and V are added per point when the micro-batch pads (act_kv_repeat) */
     mp->layer_tok = a.norms + a.lin_in + a.attn + a.mlp + a.lora - (a.kv_rep_on ? a.kv_rep : 0);
     mp->layer_tok_s = a.attn_s;
+    mp->held_tok = act_bnb_held_tok(p, c);
+    mp->held_prev = !(c->features & FEAT_LONGEST_FIRST);
+    mp->held_blk_tok = mp->held_tok / (uint64_t)p->spec.layers;
     mp->kv_rep_tok = a.kv_rep;
     mp->kv_rep_padded = act_kv_repeat(c) == 2;
     mp->ckpt_tok = c->ckpt_selective ? act_sac_tok(p, c, ea, er) : er * h / sp;
@@ -798,10 +821,25 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     kept_outputs(p, c, ea, mp);
 }
 
+/* What a validation pass holds per token and vocab entry: its logits and their log_softmax
+ * (2 e_a). litgpt's validate() (finetune/lora.py and full.py at 5895df10, lit-gpt 8641822
+ * finetune/lora.py) runs `logits = model(input_ids)` through Fabric, which returns an fp32
+ * copy (losspath.c litgpt_lora_path; the 16-bit logits, e_a, are dropped by then when
+ * e_a + 4 < 12), then chunked_cross_entropy(logits[..., :-1, :], ..., chunk_size=0) reshapes
+ * the non-contiguous slice into an fp32 copy and cross_entropy takes its fp32 log_softmax:
+ * 12; fit() calls it between steps, while `logits` still binds the last step's fp32 logits
+ * (4): 16 at the training length. */
+static uint64_t eval_logits(const struct train_config *c, uint32_t ea)
+{
+    if (c->stack != STACK_LITGPT)
+        return 2 * (uint64_t)ea;
+    /* a run whose longest batch is its first step validates on random, shorter batches */
+    return (c->features & FEAT_LONGEST_FIRST) ? 0 : 16;
+}
+
 /* Logits and loss per token and vocab entry: the stack's loss path (losspath.h) gives the
  * allocated peak of its N x V tensors and what the caching allocator reserves for them for
- * the data shape and allocator configuration. litgpt's validation pass keeps full 16-bit
- * logits and their log_softmax (2 e_a). */
+ * the data shape and allocator configuration; a validation pass's (eval_logits). */
 static void logits_coeffs(const struct model_plan *p, const struct train_config *c,
                           struct mem_prepared *mp)
 {
@@ -816,7 +854,7 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
     mp->logits_tok = cost.allocated;
     memcpy(mp->logits_res_tok, cost.reserved, sizeof mp->logits_res_tok);
     memcpy(mp->logits_need_tok, cost.needed, sizeof mp->logits_need_tok);
-    mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? 2 * ea : 0;
+    mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? eval_logits(c, ea) : 0;
     /* torch.distributed.pipelining keeps every micro-batch's output of the last stage for
      * the step's merged result: _PipelineStageBase.forward_one_chunk appends it to
      * self.output_chunks (`if self.is_last`: "Output chunks is only used for the last
@@ -888,7 +926,7 @@ static void point_coeffs(struct mem_prepared *mp)
     /* logits per vocab entry outside the loss path: those a loop keeps past the loss
      * (kept_outputs, kept_logits; inside the loss path at the loss itself), the evaluation
      * pass's */
-    mp->lg_tok[PHASE_FORWARD] = mp->kept_logits_tok;
+    mp->lg_tok[PHASE_FORWARD] = mp->fwd_logits_tok;
     for (int ph = PHASE_BWD_LAST; ph <= PHASE_OPTIMIZER; ph++)
         mp->lg_tok[ph] = mp->kept_logits_tok;
     mp->lg_tok[PHASE_EVAL] = mp->eval_logits_tok;

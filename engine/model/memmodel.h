@@ -86,6 +86,12 @@ struct mem_prepared {
     uint64_t eval_logits_tok;/* per token and vocab entry in an evaluation pass */
     uint64_t comm_tok;       /* TP gather buffer per token */
     uint64_t kept_tok;       /* the KV cache a loop keeps in `outputs`, per token (all blocks) */
+    uint64_t held_tok;       /* what a kept graph's ctx attributes hold, per token (all blocks;
+                              * act_bnb_held_tok) */
+    bool held_prev;          /* ... the previous step's is there through this one's forward */
+    uint64_t held_blk_tok;   /* ... of that, one block's (counted in its activations too) */
+    uint64_t prev_logits_tok;/* the previous step's logits alive in this one's forward */
+    uint64_t fwd_logits_tok; /* ... and this step's, at the forward's end (litgpt's lm_head) */
     uint64_t kept_logits_tok;/* the logits a loop keeps past the loss (its 16-bit outputs, torchtune's
                               * fp32 copy), bytes per token and vocab entry */
     uint64_t pp_out_tok;     /* pp (torch.distributed.pipelining, torchtitan): one micro-batch's
@@ -191,5 +197,9 @@ static inline uint64_t memmodel_round(uint64_t bytes)
     const uint64_t unit = bytes <= (UINT64_C(1) << 20) ? 512 : UINT64_C(2) << 20;
     return (bytes + unit - 1) & ~(unit - 1);
 }
+
+/* @return whether the forward phase of c holds the dequantized lm_head rather than a block
+ *         Linear's (litgpt: the lm_head's moment, before Fabric's fp32 logits). */
+bool memmodel_head_in_forward(const struct train_config *c, uint64_t dequant, uint64_t dequant_head);
 
 #endif

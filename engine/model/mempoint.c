@@ -84,6 +84,16 @@ static void act_coeffs(const struct mem_prepared *mp, uint64_t lay, uint64_t *ac
     act[PHASE_BWD_FIRST] = bytes_add(bytes_add(bytes_add(per_block, bytes_mul(per_block, (uint64_t)mp->act_extra_bwd)),
                                                recompute), kv);
     act[PHASE_OPTIMIZER] = kv;
+    /* a graph the loop keeps (act_bnb_held_tok): the previous step's through this step's
+     * forward and its lm_head, until model() returns; this step's from then on, its blocks'
+     * part counted once where their activations are (backward of the last block); both are
+     * there while validate() runs between steps */
+    const uint64_t held = mp->held_tok, prev = mp->held_prev ? held : 0;
+    act[PHASE_FORWARD] = bytes_add(act[PHASE_FORWARD], prev);
+    act[PHASE_LOSS] = bytes_add(act[PHASE_LOSS], prev);
+    act[PHASE_BWD_FIRST] = bytes_add(act[PHASE_BWD_FIRST], held - mp->held_blk_tok);
+    act[PHASE_OPTIMIZER] = bytes_add(act[PHASE_OPTIMIZER], held);
+    act[PHASE_EVAL] = held;
 }
 
 /* The most tokens a micro-batch may hold for memmodel_peak's phase sums to stay below 2^61

@@ -127,6 +127,11 @@ enum stack {
 /* DeepSpeed ZeRO-3 configured by an accelerate config without a
  * DeepSpeed JSON: DeepSpeed's default reduce_bucket_size (memmodel.c ds_zero3_ipg_bytes) */
 #define FEAT_DS_DEFAULT_BUCKETS (UINT64_C(1) << 33)
+/* the run's longest batch is its first step and the others are shorter (lit-gpt 8641822's
+ * get_batch(..., longest_seq_ix if iter_num == 0), "force the longest sample at the beginning
+ * so potential OOMs happen right away"): what a loop keeps of the previous step is not there
+ * at the peak (memmodel.c kept_logits, act_bnb_held_tok) */
+#define FEAT_LONGEST_FIRST (UINT64_C(1) << 34)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))

@@ -63,8 +63,11 @@ awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < 
 # each end stage of the 405B's 8, where the uniform ceil(126 / 8) counted 16) took TT-13/14
 # to -26.2/-16.2 % and TT-15 from -6.3 to -10.1 %: 7 such rows, the bound since stop 24 (the
 # physics of the split, not a relaxed target; the rows' missing memory is not found).
+# litgpt under Fabric (convert_output's fp32 logits, kept by fit() into the next step), the
+# bitsandbytes 0.42 inputs its kept graph holds and the physical LoRA count in place of the
+# inferred copy took the median to 3.9 %, the grade A/B median to 3.1 % (LGCH 3.6 -> 0.4 %).
 # README "Validation" lists the numbers behind the bounds.
-ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-5.0}
+ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-4.0}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
   --measured "$PROJECT/datasets/measured/salisbury-table1.csv" \
   --measured "$PROJECT/datasets/measured/public-2.csv" --summary --fail-above "$ALL_BOUND" \
@@ -72,7 +75,7 @@ ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-5.0}
 grep -Eq '^all +147 ' "$TMP/all.txt" || fail "147 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
 below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.txt")
 [ -n "$below" ] && [ "$below" -le 7 ] || fail "grade A/B rows more than 10 % below: $below (at most 7)"
-awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 4.1) bad = 1 } END { exit !(f && !bad) }' \
-  "$TMP/all.txt" || fail "grade A/B median above 4.1 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
+awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 3.3) bad = 1 } END { exit !(f && !bad) }' \
+  "$TMP/all.txt" || fail "grade A/B median above 3.3 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
 grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6 %: $(grep '^SWB ' "$TMP/all.txt")"
 finish
