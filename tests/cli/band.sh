@@ -1,6 +1,6 @@
 # The error band (README "Error band"): the shipped table is what datasets/band.sh makes
 # from the repo's measurements today, and on those measurements, leave-one-source-out,
-# at least 89 % of the measured peaks fall inside their band (issue 13 asked 90 %: see below).
+# at least 90 % of the measured peaks fall inside their band (issue 13).
 source "$(dirname "$0")/../cli_lib.sh"
 sh "$PROJECT/datasets/band.sh" "$BIN" "$TMP/band.csv" || fail "datasets/band.sh failed"
 cmp -s "$TMP/band.csv" "$PROJECT/datasets/band.csv" || {
@@ -21,16 +21,14 @@ print(f"coverage {inside}/{len(rows)} = {100 * inside / len(rows):.1f} %; valida
 sys.exit(0 if int(line[1]) == len(rows) and int(line[3]) == inside else 1)
 PY
 # coverage over all rows with a band, leave-one-source-out: issue 13 asked for 90 %. Stop 22
-# had 91.8 % (135 of 147); stop 23's model passes (FSDP1's root gradient, FSDP2's stream pool,
-# the PEFT MetaMathQA step replay) narrowed the bands of the groups they improved, and the
-# rows they did not reach (PEFT-DOC, four Salisbury rows with an assumed sequence length) fell
-# out: 132 of 147, 89.8 %, one row short; none of tests/research/band_methods.py's methods
-# reaches 90 % on these residuals. The bound is 89 % (README "Error band" says so): a
-# shortfall, not a new target; the next band method has to bring it back to 90 %.
-python3 - "$TMP/report.txt" <<'PY' || fail "band coverage fell below 89 %"
+# had 91.8 % (135 of 147); stop 23's model passes narrowed the bands of the groups they
+# improved and left 132 of 147 (89.8 %, a bound of 89 % then); stop 24's physical LoRA count
+# with litgpt's Fabric logits and bitsandbytes 0.42's kept inputs (README "LoRA's saved
+# inputs") brought it to 133 of 147, 90.5 %: the bound is issue 13's 90 % again.
+python3 - "$TMP/report.txt" <<'PY' || fail "band coverage fell below 90 %"
 import sys
 line = [l for l in open(sys.argv[1]) if l.startswith("all ")][-1].split()
-sys.exit(0 if int(line[1]) >= 50 and int(line[3]) >= 0.89 * int(line[1]) else 1)
+sys.exit(0 if int(line[1]) >= 50 and int(line[3]) >= 0.90 * int(line[1]) else 1)
 PY
 # --margin: one configuration, a budget between its point prediction and its band's upper
 # end (from explain): only --margin 0 fits it, and exit 1 says so
