@@ -566,6 +566,44 @@ static void test_fsdp1_root_grads(void **state)
     assert_int_equal(e.phase_reserved[PHASE_BWD_END], 0);
 }
 
+/* litgpt's FSDP Block units mix frozen weights with the adapters (memmodel.c
+ * mixed_unit_grads): the flat parameter's gradient is the whole block. LoRA r 4 on q, k, v, o,
+ * bf16, 2 GPUs: the frozen blocks' gradient shard is 2 layers x 36992 x 2 bytes / 2 = 73984,
+ * beside the adapters' trained x 2 / 2; no_sync keeps both unsharded (x 2). In the longest
+ * batch's first step none exists before backward, the last block's one (1/2 of the sum) at
+ * its first block-backward, and the whole block's new gradient (36992 x 2) is no longer a
+ * transient beside the sum (AccumulateGrad keeps it as .grad). The hf stack has no such units. */
+static void test_litgpt_mixed_units(void **state)
+{
+    (void)state;
+    struct train_config c = base_config();
+    c.method = METHOD_ADP, c.gpus = 2, c.dp = 2, c.stack = STACK_LITGPT;
+    c.features = FEAT_FSDP | FEAT_GRAD_ACCUM;
+    c.finetune = FT_LORA, c.lora_r = 4, c.lora_targets = TARGETS_ATTN;
+    struct mem_resident r;
+    memmodel_resident(&plan, &c, MEM_STAGE_ALL, &r);
+    assert_int_equal(r.g_frozen, 73984);
+    const uint64_t adapters = (uint64_t)(r.trained * 2.0 / 2.0);
+    assert_int_equal(r.g, 73984 + adapters);
+    struct mem_estimate e;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_GRADS], 2 * r.g);
+    assert_int_equal(e.phase[PHASE_BWD_FIRST][TERM_GRADS], 2 * r.g);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_GRADS], r.g);
+    const uint64_t comm = e.phase[PHASE_BWD_FIRST][TERM_COMM];
+    c.features |= FEAT_LONGEST_FIRST;
+    predict(&c, &e);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_GRADS], 0);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_GRADS], 0);
+    assert_int_equal(e.phase[PHASE_BWD_LAST][TERM_GRADS], 2 * r.g / 2);
+    assert_int_equal(e.phase[PHASE_BWD_FIRST][TERM_GRADS], 2 * r.g);
+    assert_int_equal(comm - e.phase[PHASE_BWD_FIRST][TERM_COMM], 36992 * 2);
+    c.stack = STACK_HF;
+    memmodel_resident(&plan, &c, MEM_STAGE_ALL, &r);
+    assert_int_equal(r.g_frozen, 0);
+    assert_int_equal(r.g, adapters);
+}
+
 /* The floor, by hand: full bf16 AdamW holds 202048 x (2 + 2 + 4) bytes at the optimizer
  * step. At the end of forward, weights and states (202048 x 6) plus, per token and block,
  * the block input (2 x 64) and without checkpointing gate and up (2 x 2 x 128). */
@@ -1103,6 +1141,7 @@ int main(void)
         cmocka_unit_test(test_sharding),
         cmocka_unit_test(test_fsdp_units),
         cmocka_unit_test(test_fsdp1_root_grads),
+        cmocka_unit_test(test_litgpt_mixed_units),
         cmocka_unit_test(test_floor),
         cmocka_unit_test(test_floor_below_prediction),
         cmocka_unit_test(test_peak_is_max_phase),

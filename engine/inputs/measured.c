@@ -39,7 +39,7 @@ static const char *apply_features(const char *list, struct train_config *c)
     } table[] = {
         {"chunked-ce", FEAT_CHUNKED_CE, 0, NULL},  {"untied-head", FEAT_UNTIED_HEAD, 0, NULL},
         {"opt-in-bwd", FEAT_OPT_IN_BWD, 0, NULL},  {"paged", FEAT_PAGED_OPT, 0, NULL},
-        {"fsdp", FEAT_FSDP, 0, NULL},              {"full-init", FEAT_FULL_INIT, 0, NULL},
+        {"fsdp", FEAT_FSDP, 0, NULL},
         /* FSDP1 (FullyShardedDataParallel, flat parameters) under a stack whose default is
          * FSDP2, e.g. torchtune's recipes before they moved to fully_shard */
         {"fsdp1", FEAT_FSDP_FLAT, 0, NULL},

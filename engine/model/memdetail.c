@@ -35,8 +35,9 @@
 #define SRC_UNTIED "litgpt: a separate lm_head even for tied models (model.py GPT.lm_head)"
 #define SRC_LORA "PEFT tuners/lora/layer.py: lora_A (r x in), lora_B (out x r), fp32 by " \
                  "autocast_adapter_dtype; one adapter per fused module"
-#define SRC_FULL_INIT "inferred from measured rows LGRT-18..27: lit-gpt @8641822 builds the " \
-                      "model unsharded on every GPU before FSDP wraps it"
+#define SRC_MIXED_UNIT "torch FSDP use_orig_params=True (Lightning fsdp.py:175 @71aed751f7): a Block " \
+                       "unit's flat parameter requires grad if any of its parameters does " \
+                       "(_wrap_utils.py _validate_frozen_params); lit-gpt 8641822 lora.py wraps {Block}"
 #define SRC_GRAD "torch autograd: one .grad per trained parameter (zero_grad(set_to_none=True) " \
                  "frees them between steps); DeepSpeed stage_1_and_2.py, Megatron main_grad"
 #define SRC_ACC_GRAD "torch FSDP no_sync: accumulates the full model's gradients until the sync"
@@ -434,8 +435,8 @@ static void weight_rows(struct build *b, const struct ctx *x)
 
 /* The phase's fixed part of each term, composed as memmodel.c fixed_phases / pp_phases. */
 struct fixed {
-    uint64_t w_full_init;      /* the unsharded model beside its shard (FEAT_FULL_INIT) */
     uint64_t grads, head_grad; /* head_grad: only the lm_head's gradient exists */
+    uint64_t grads_frozen;     /* the frozen weights' part of grads (memmodel.c mixed_unit_grads) */
     bool grads_whole;          /* FSDP no_sync: the whole model's gradients */
     uint64_t opt, tmp;
     uint64_t root_hold, root_end; /* FSDP1's root gradient (memmodel.c root_grads) */
@@ -466,20 +467,21 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
         f->dequant_head = ph == PHASE_LOSS ? r->dequant_head : 0;
         return;
     }
-    if ((c->features & FEAT_FULL_INIT) && c->dp > 1 && (c->method == METHOD_ADP || c->method == METHOD_DPTP))
-        f->w_full_init = r->w * (uint64_t)c->dp;
     const bool fsdp_acc = (c->features & FEAT_FSDP) && c->dp > 1 &&
                           (c->method == METHOD_ADP || c->method == METHOD_DPTP);
     const uint64_t acc = (c->features & FEAT_GRAD_ACCUM) ? (fsdp_acc ? r->g * (uint64_t)c->dp : r->g) : 0;
     f->grads_whole = acc && fsdp_acc;
+    /* memmodel.c fixed_phases: the longest batch first has no summed gradient before its
+     * backward, and the last block's only at its first block-backward */
+    const bool first = (c->features & FEAT_LONGEST_FIRST) != 0;
     switch (ph) {
     case PHASE_FORWARD:
     case PHASE_LOSS:
-        f->grads = acc;
+        f->grads = first ? 0 : acc;
         break;
     case PHASE_BWD_LAST:
         if (acc) {
-            f->grads = acc;
+            f->grads = first ? acc / (uint64_t)x->p->spec.layers : acc;
             f->root_hold = r->root_hold;
         } else if (c->finetune == FT_FULL) {
             const uint64_t gb = train_master_in_optimizer(c) ? (c->precision == PREC_FP32 ? 4 : 2)
@@ -503,6 +505,7 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
     default:
         break;
     }
+    f->grads_frozen = r->g ? (uint64_t)((double)f->grads * (double)r->g_frozen / (double)r->g) : 0;
     const uint64_t amp_fwd = c->grad_ckpt ? r->amp_one : r->amp_all;
     const bool one = ph == PHASE_BWD_FIRST || (c->grad_ckpt && ph != PHASE_OPTIMIZER && ph != PHASE_EVAL);
     if (ph == PHASE_BWD_END) /* memmodel.c fixed_phases: nothing per block is left */
@@ -531,17 +534,18 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
 {
     const struct train_config *c = x->c;
     weight_rows(b, x);
-    struct mem_detail_row *r = row_bytes(b, TERM_PARAMS, "the whole model, unsharded", "mixed",
-                                         f->w_full_init, SRC_FULL_INIT);
+    struct mem_detail_row *r = row_bytes(b, TERM_GRADS, "frozen block weights' gradients (mixed FSDP units)",
+                                         dtype_of(memmodel_trained_bytes(c), c->precision),
+                                         f->grads_frozen, SRC_MIXED_UNIT);
     if (r)
-        snprintf(r->count, sizeof r->count, "dp %d", c->dp);
+        snprintf(r->count, sizeof r->count, "%" PRId64 " blocks", x->p->spec.layers);
     if (c->features & FEAT_OPT_IN_BWD && !x->r.ds) {
         row_bytes(b, TERM_GRADS, "the largest gradient at a time", dtype_of(memmodel_trained_bytes(c), c->precision),
                   f->grads, SRC_OPT_IN_BWD);
         row_bytes(b, TERM_OPTIMIZER, "its step temporary", dtype_of(memmodel_trained_bytes(c), c->precision),
                   f->tmp, SRC_OPT_IN_BWD);
     } else {
-        trained_rows(b, TERM_GRADS, x->t, x->nt, x->trained_elems, f->grads,
+        trained_rows(b, TERM_GRADS, x->t, x->nt, x->trained_elems, f->grads - f->grads_frozen,
                      f->grads_whole ? "gradient (whole, no_sync)" : "gradient", "-",
                      f->grads_whole ? SRC_ACC_GRAD : SRC_GRAD);
         trained_rows(b, TERM_OPTIMIZER, x->t, x->nt, x->trained_elems, f->tmp, "step temporaries", "-",

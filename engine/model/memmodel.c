@@ -46,6 +46,7 @@ struct resident {
     uint64_t root_hold;       /* FSDP1: the lm_head's gradient piece, held through backward */
     uint64_t root_end;        /* FSDP1: the root's gradient pieces + their concatenation */
     uint64_t root_gather;     /* the gathered root unit (embedding, lm_head, final norm) */
+    uint64_t g_frozen;        /* the part of g that is frozen weights' (mixed_unit_grads) */
 };
 
 /* Bytes per element of what is trained: fp32 master weights under mixed precision (AMP
@@ -197,7 +198,13 @@ static void zero3_gather(const struct model_plan *p, const struct train_config *
     }
     const double unit = gathered_block_bytes(p, c, layer, (double)gb);
     root_grads(p, c, r, root, (double)gb);
-    const uint64_t unit_grad = (uint64_t)((c->finetune == FT_FULL ? layer : r->trained / (double)p->spec.layers) * wt);
+    /* a mixed unit's new gradient is its whole block (mixed_unit_grads); in the longest
+     * batch's first step under no_sync, AccumulateGrad keeps it as the flat parameter's
+     * .grad itself (no sum yet), which fixed_phases counts among the accumulated ones */
+    const bool mixed = r->g_frozen && !((c->features & FEAT_LONGEST_FIRST) && (c->features & FEAT_GRAD_ACCUM));
+    const double unit_p = c->finetune == FT_FULL || mixed ? layer + (mixed ? r->trained / (double)p->spec.layers : 0)
+                                                          : r->trained / (double)p->spec.layers;
+    const uint64_t unit_grad = (uint64_t)(unit_p * wt);
     if (c->features & FEAT_FSDP_END_UNITS) {
         zero3_end_units(p, c, r, unit, unit_grad);
         return;
@@ -346,6 +353,32 @@ static uint64_t ds_zero3_ipg_bytes(uint64_t module_bytes)
     return (uint64_t)(DS_DEFAULT_REDUCE_BUCKET * (double)module_bytes);
 }
 
+/* litgpt's FSDP units mix frozen and trained parameters, and their gradients cover the
+ * frozen ones too. Lightning's FSDPStrategy defaults use_orig_params=True (lightning
+ * src/lightning/fabric/strategies/fsdp.py:175 @71aed751f7, the commit lit-gpt 8641822's
+ * requirements.txt pins; litgpt keeps it through 2024) and lit-gpt wraps each whole Block,
+ * LoRA adapters and frozen base alike (finetune/lora.py setup: auto_wrap_policy={Block} @8641822).
+ * FSDP then makes one FlatParameter per Block whose requires_grad is the OR over its
+ * parameters ("For `use_orig_params=True`, permit non-uniform `requires_grad`", torch
+ * distributed/fsdp FlatParamHandle._validate_tensors_to_flatten), so autograd produces the
+ * gradient of the whole flat parameter: "the gradient memory usage will be higher than
+ * expected (<block numel> numel instead of <adapter numel> numel before sharding via
+ * reduce-scatter)" (torch distributed/fsdp/_wrap_utils.py _validate_frozen_params, the
+ * warning litgpt PR #1538 quotes for transformer.h.0). The root unit (embedding, final norm,
+ * lm_head) holds no adapter and gets no gradient. The flat parameter's dtype is the trained
+ * one (bf16-true: bf16; FSDPPrecision's mixed modes keep fp32 parameters). Bytes of the
+ * frozen block weights' gradients at the shard size of r->g (accumulated_grads scales it
+ * to the unsharded no_sync sum). */
+static uint64_t mixed_unit_grads(const struct model_plan *p, const struct train_config *c,
+                                 double layer, uint64_t wt, double dpdiv)
+{
+    const bool fsdp = (c->features & FEAT_FSDP) && c->dp > 1 &&
+                      (c->method == METHOD_ADP || c->method == METHOD_DPTP);
+    if (c->stack != STACK_LITGPT || c->finetune == FT_FULL || !fsdp)
+        return 0;
+    return (uint64_t)((double)p->spec.layers * layer * (double)wt / dpdiv);
+}
+
 static void resident_terms(const struct model_plan *p, const struct train_config *c,
                            struct resident *r)
 {
@@ -399,6 +432,8 @@ static void resident_terms(const struct model_plan *p, const struct train_config
     }
     uint64_t sb = state_bytes(c, wt);
     r->g = (uint64_t)(r->trained * (double)wt / dpdiv);
+    r->g_frozen = zero3 ? mixed_unit_grads(p, c, layer, wt, dpdiv) : 0;
+    r->g += r->g_frozen;
     r->o = (uint64_t)(r->trained * (double)sb / dpdiv);
     /* torch AdamW (foreach) builds one sqrt(exp_avg_sq) temporary per parameter group;
      * the fused kernel updates in place, and so does bitsandbytes' (paged) AdamW:
@@ -577,13 +612,6 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
         pp_phases(p, c, &r, mp);
         return;
     }
-    /* lit-gpt @8641822 built the model unsharded on every GPU before FSDP wrapped it; its
-     * FSDP LoRA rows (LGRT-18..27: 3 models, 1-4 GPUs, 3 batch sizes) sit one whole model
-     * above the sharded prediction at every batch size, so the full copy is modelled as
-     * resident for the whole run. Mechanism inferred from those measurements. */
-    if ((c->features & FEAT_FULL_INIT) && c->dp > 1 &&
-        (c->method == METHOD_ADP || c->method == METHOD_DPTP))
-        r.w += r.w * (uint64_t)c->dp; /* the whole model beside its shard */
     const uint64_t amp_fwd = c->grad_ckpt ? r.amp_one : r.amp_all;
     const uint64_t gbytes = train_master_in_optimizer(c) ? (c->precision == PREC_FP32 ? 4 : 2)
                                                          : memmodel_trained_bytes(c);
@@ -592,20 +620,24 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     /* accumulating micro-batches keeps the summed gradients through the next forward */
     const uint64_t acc_grad = (c->features & FEAT_GRAD_ACCUM) ? accumulated_grads(c, &r) : 0;
     const uint64_t bwd_grad = acc_grad > r.g ? acc_grad : r.g;
+    /* the longest batch first (FEAT_LONGEST_FIRST): its forward comes before any backward,
+     * so no summed gradient exists yet, and its backward has the last block's only */
+    const bool first = (c->features & FEAT_LONGEST_FIRST) != 0;
+    const uint64_t held_grad = first ? 0 : acc_grad;
     if (acc_grad)
-        head_grad = acc_grad;
+        head_grad = first ? acc_grad / (uint64_t)p->spec.layers : acc_grad;
     /* litgpt: a quantized lm_head's dequantized weight exists only while each chunk's
      * MatMul4Bit runs (bnb autograd/_functions.py at 0.42.0: F.dequantize_4bit(B).to(A.dtype)
      * inside forward), before Fabric's fp32 copies of the logits (losspath.c
      * litgpt_lora_path): the forward phase is that moment, the loss phase the copies' */
     const bool head_fwd = memmodel_head_in_forward(c, r.dequant, r.dequant_head);
-    set_phase(mp, PHASE_FORWARD, r.w, acc_grad, r.o, amp_fwd + (head_fwd ? r.dequant_head : r.dequant),
+    set_phase(mp, PHASE_FORWARD, r.w, held_grad, r.o, amp_fwd + (head_fwd ? r.dequant_head : r.dequant),
               r.gather_fwd + r.bucket);
-    set_phase(mp, PHASE_LOSS, r.w, acc_grad, r.o, amp_fwd + (c->stack == STACK_LITGPT ? 0 : r.dequant_head),
+    set_phase(mp, PHASE_LOSS, r.w, held_grad, r.o, amp_fwd + (c->stack == STACK_LITGPT ? 0 : r.dequant_head),
               r.gather_fwd + r.bucket);
     /* FSDP1 (root_grads): the lm_head's gradient piece is held through backward, beside the
      * accumulated gradients (without accumulation it is head_grad itself at the last block) */
-    const uint64_t last_grad = acc_grad ? acc_grad + r.root_hold : head_grad;
+    const uint64_t last_grad = acc_grad ? head_grad + r.root_hold : head_grad;
     set_phase(mp, PHASE_BWD_LAST, r.w, last_grad, r.o, amp_fwd + r.dequant, r.gather_bwd + r.bucket);
     set_phase(mp, PHASE_BWD_FIRST, r.w, bwd_grad + r.root_hold, r.o, r.amp_one + r.dequant,
               r.gather_bwd + r.bucket);
@@ -687,6 +719,7 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
         .dequant_head = r.dequant_head, .gather_fwd = r.gather_fwd, .gather_bwd = r.gather_bwd,
         .bucket = r.bucket, .paged = r.paged, .host = r.host, .acc = r.acc,
         .root_hold = r.root_hold, .root_end = r.root_end, .root_gather = r.root_gather,
+        .g_frozen = r.g_frozen,
     };
     shard_kind(c, &out->zero3, &out->ds);
 }

@@ -63,8 +63,8 @@ enum stack {
 #define FEAT_PAGED_OPT (UINT64_C(1) << 7)
 /* LoRA dropout > 0: each adapter keeps its dropped input */
 #define FEAT_LORA_DROPOUT (UINT64_C(1) << 8)
-/* every GPU builds the whole model before FSDP shards it */
-#define FEAT_FULL_INIT (UINT64_C(1) << 9)
+/* bit 9 is free: it was FEAT_FULL_INIT, a whole-model copy inferred from rows LGRT-18..27;
+ * lit-gpt 8641822 builds on the meta device under FSDP (memmodel.c mixed_unit_grads) */
 /* the stack's attention has one fused qkv Linear (litgpt) */
 #define FEAT_FUSED_QKV (UINT64_C(1) << 10)
 /* fused AdamW kernel: no step temporaries */
@@ -130,7 +130,7 @@ enum stack {
 /* the run's longest batch is its first step and the others are shorter (lit-gpt 8641822's
  * get_batch(..., longest_seq_ix if iter_num == 0), "force the longest sample at the beginning
  * so potential OOMs happen right away"): what a loop keeps of the previous step is not there
- * at the peak (memmodel.c kept_logits, act_bnb_held_tok) */
+ * at the peak (memmodel.c kept_logits, act_bnb_held_tok, fixed_phases' summed gradients) */
 #define FEAT_LONGEST_FIRST (UINT64_C(1) << 34)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
