@@ -35,7 +35,7 @@ IN_HEADER = [
 FEATURE_ORDER = [
     "chunked-ce", "untied-head", "opt-in-bwd", "act-offload", "cpu-offload", "compile",
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
-    "fsdp", "deepspeed", "flash-attn", "full-init", "no-accum", "logits-kept", "empty-cache",
+    "fsdp", "deepspeed", "flash-attn", "no-accum", "logits-kept", "empty-cache",
     "empty-cache-10", "outputs-kept", "lora-dropout", "ds-default-buckets", "fsdp1",
     "longest-first",
 ]
@@ -444,11 +444,10 @@ def source_features(letter, row, rid):
         feats.append("outputs-kept")
     if rid in NO_ACCUM:
         feats.append("no-accum")
-    if letter == "B" and row["method"].startswith("FSDP"):
-        # lit-gpt 8641822 finetune/lora.py builds the model under
-        # fabric.init_module(empty_init=False): every rank materialises the whole model
-        # before FSDP shards it, and max_memory_allocated keeps that load-time peak.
-        feats.append("full-init")
+    # no full-init: lit-gpt 8641822 finetune/lora.py calls
+    # fabric.init_module(empty_init=(devices > 1)), and Lightning 71aed751f7's
+    # FSDPStrategy.module_init_context builds under torch.device("meta") then, so no rank
+    # holds the whole model; what its FSDP rows hold is modelled by memmodel.c mixed_unit_grads
     return feats
 
 
