@@ -66,8 +66,11 @@ awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < 
 # litgpt under Fabric (convert_output's fp32 logits, kept by fit() into the next step), the
 # bitsandbytes 0.42 inputs its kept graph holds and the physical LoRA count in place of the
 # inferred copy took the median to 3.9 %, the grade A/B median to 3.1 % (LGCH 3.6 -> 0.4 %).
+# litgpt's mixed FSDP units (memmodel.c mixed_unit_grads: every Block's whole gradient under
+# no_sync, in place of the row-inferred full-init copy) took the median to 3.6 %, the grade A/B
+# median to 2.6 % (LGRT-18..20 +9.9/+16.5/+18.3 -> -1.2/+1.4/-2.1 %); bounds 3.7 and 2.7.
 # README "Validation" lists the numbers behind the bounds.
-ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-4.0}
+ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-3.7}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
   --measured "$PROJECT/datasets/measured/salisbury-table1.csv" \
   --measured "$PROJECT/datasets/measured/public-2.csv" --summary --fail-above "$ALL_BOUND" \
@@ -75,7 +78,7 @@ ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-4.0}
 grep -Eq '^all +147 ' "$TMP/all.txt" || fail "147 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
 below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.txt")
 [ -n "$below" ] && [ "$below" -le 7 ] || fail "grade A/B rows more than 10 % below: $below (at most 7)"
-awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 3.3) bad = 1 } END { exit !(f && !bad) }' \
-  "$TMP/all.txt" || fail "grade A/B median above 3.3 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
+awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 2.7) bad = 1 } END { exit !(f && !bad) }' \
+  "$TMP/all.txt" || fail "grade A/B median above 2.7 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
 grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6 %: $(grep '^SWB ' "$TMP/all.txt")"
 finish
