@@ -359,8 +359,10 @@ static uint64_t ds_zero3_ipg_bytes(uint64_t module_bytes)
  * requirements.txt pins; litgpt keeps it through 2024) and lit-gpt wraps each whole Block,
  * LoRA adapters and frozen base alike (finetune/lora.py setup: auto_wrap_policy={Block} @8641822).
  * FSDP then makes one FlatParameter per Block whose requires_grad is the OR over its
- * parameters ("For `use_orig_params=True`, permit non-uniform `requires_grad`", torch
- * distributed/fsdp FlatParamHandle._validate_tensors_to_flatten), so autograd produces the
+ * parameters ("For `use_orig_params=True`, permit non-uniform `requires_grad`", pytorch
+ * torch/distributed/fsdp/_flat_param.py FlatParamHandle._validate_tensors_to_flatten and
+ * _init_flat_param_and_metadata @01caf79e; the same code was flat_param.py in the torch 2.1.0
+ * the rows ran, whose exact tag this session could not fetch), so autograd produces the
  * gradient of the whole flat parameter: "the gradient memory usage will be higher than
  * expected (<block numel> numel instead of <adapter numel> numel before sharding via
  * reduce-scatter)" (torch distributed/fsdp/_wrap_utils.py _validate_frozen_params, the
