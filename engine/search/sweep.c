@@ -59,8 +59,11 @@ struct recipe_acc {
     bool has_closest;
 };
 
+/* One thread's state, a cache line (or more) of its own: its per-point counters are
+ * written at every point, and a neighbour's fields on the same line would bounce between
+ * the cores (false sharing). */
 struct worker {
-    struct recipe_acc *rec; /* per recipe id */
+    _Alignas(64) struct recipe_acc *rec; /* per recipe id */
     size_t limit;           /* 0 = keep all */
     uint64_t evaluated, fitting;
     uint64_t host_over;     /* points left out: offload over --host-memory */
@@ -414,9 +417,10 @@ int sweep_run(const struct sweep *s, struct sweep_result *r)
     for (size_t g = shard_k; g < sp->ngroups; g += shard_n)
         r->space += (uint64_t)(group_end(sp, g) - sp->group[g]) * (uint64_t)sp->nseq * (uint64_t)sp->nbatch;
     nthreads = sweep_threads(s);
-    struct worker *workers = calloc((size_t)nthreads, sizeof *workers);
+    struct worker *workers = aligned_alloc(_Alignof(struct worker), (size_t)nthreads * sizeof *workers);
     if (!workers)
         return -1;
+    memset(workers, 0, (size_t)nthreads * sizeof *workers);
     for (int t = 0; t < nthreads; t++) {
         workers[t].limit = limit;
         workers[t].by_gpu = calloc(ncells ? ncells : 1, sizeof *workers[t].by_gpu);
