@@ -533,7 +533,7 @@ static void test_fsdp_units(void **state)
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_GRADS], 202048);
 }
 
-/* FSDP1's root unit, full bf16 on 2 GPUs (memmodel.c root_grads): the root is the
+/* FSDP1's root unit, full bf16 on 2 GPUs (resident.c root_grads): the root is the
  * embedding 64000 + the lm_head 64000 (untied). Its lm_head gradient piece (64000 x 2) is
  * held through backward; after the first block the embedding's piece (64000 x 2) and their
  * concatenation (128000 x 2) join it, beside the gathered root (128000 x 2). Without

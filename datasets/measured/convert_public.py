@@ -425,7 +425,7 @@ def source_features(letter, row, rid):
         # the DeepSpeed runs are launched from accelerate configs without a DeepSpeed JSON
         # (examples/sft/configs/deepspeed_config.yaml, deepspeed_config_z3_qlora.yaml):
         # accelerate's DeepSpeedPlugin sets no reduce_bucket_size, so DeepSpeed's default
-        # 5e8 stays (memmodel.c ds_zero3_ipg_bytes)
+        # 5e8 stays (resident.c ds_zero3_ipg_bytes)
         if row["method"].startswith("DeepSpeed"):
             feats.append("ds-default-buckets")
     if letter == "G":
@@ -447,7 +447,7 @@ def source_features(letter, row, rid):
     # no full-init: lit-gpt 8641822 finetune/lora.py calls
     # fabric.init_module(empty_init=(devices > 1)), and Lightning 71aed751f7's
     # FSDPStrategy.module_init_context builds under torch.device("meta") then, so no rank
-    # holds the whole model; what its FSDP rows hold is modelled by memmodel.c mixed_unit_grads
+    # holds the whole model; what its FSDP rows hold is modelled by resident.c mixed_unit_grads
     return feats
 
 

@@ -219,7 +219,7 @@ static size_t groups_build(const struct model_plan *p, struct group *g)
 }
 
 /* Elements of a group on one GPU: TP shards the matrices, EP the routed experts (not
- * under ZeRO-3, whose shard is 1/dp either way: memmodel.c resident_terms). */
+ * under ZeRO-3, whose shard is 1/dp either way: resident.c resident_terms). */
 static double group_elems(const struct group *g, const struct train_config *c, const struct mem_resident *r)
 {
     double e = (double)tensor_numel(g->t) * (double)g->n;
@@ -366,7 +366,7 @@ static bool quantized(const struct ctx *x, const struct tensor *t)
            linear && (t->role != ROLE_LM_HEAD || (x->c->features & FEAT_QUANT_HEAD));
 }
 
-/* The weights (memmodel.c resident_terms, master_in_optimizer): every tensor of the list
+/* The weights (resident.c resident_terms, master_in_optimizer): every tensor of the list
  * in its format, the adapters, divided as the method shards them. */
 static void weight_rows(struct build *b, const struct ctx *x)
 {
@@ -436,10 +436,10 @@ static void weight_rows(struct build *b, const struct ctx *x)
 /* The phase's fixed part of each term, composed as memmodel.c fixed_phases / pp_phases. */
 struct fixed {
     uint64_t grads, head_grad; /* head_grad: only the lm_head's gradient exists */
-    uint64_t grads_frozen;     /* the frozen weights' part of grads (memmodel.c mixed_unit_grads) */
+    uint64_t grads_frozen;     /* the frozen weights' part of grads (resident.c mixed_unit_grads) */
     bool grads_whole;          /* FSDP no_sync: the whole model's gradients */
     uint64_t opt, tmp;
-    uint64_t root_hold, root_end; /* FSDP1's root gradient (memmodel.c root_grads) */
+    uint64_t root_hold, root_end; /* FSDP1's root gradient (resident.c root_grads) */
     uint64_t amp, amp_one_block, dequant, dequant_head;
     uint64_t gather, bucket;
     bool gather_bwd;
@@ -563,7 +563,7 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
               SRC_ROOT_GRAD);
     trained_rows(b, TERM_OPTIMIZER, x->t, x->nt, x->trained_elems, f->opt,
                  x->r.ds ? "fp32 master + states" : "optimizer states", "-", SRC_STATE);
-    if (c->precision == PREC_FP8) { /* memmodel.c fp8_weight_copies */
+    if (c->precision == PREC_FP8) { /* resident.c fp8_weight_copies */
         const bool autocast = !(c->features & FEAT_FSDP_MP); /* + its bf16 lm_head copy */
         if (c->ckpt_selective)
             row_bytes(b, TERM_ACTIVATIONS, "abs(weight) of the float8 casts (eager SAC cache)",
@@ -577,7 +577,7 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
         row_bytes(b, TERM_ACTIVATIONS, "autocast 16-bit copy of one block's weights", "bf16", f->amp_one_block,
                   SRC_AMP);
     }
-    /* Lightning quantized from fp16 (memmodel.c dequant_bytes): the fp16 dequantized weight
+    /* Lightning quantized from fp16 (resident.c dequant_bytes): the fp16 dequantized weight
      * beside its cast to the compute dtype */
     const bool cast = (x->c->features & FEAT_DEQUANT_CAST) && x->c->precision != PREC_FP16;
     const char *dq = cast ? "fp16+bf16" : "bf16";

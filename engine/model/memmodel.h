@@ -155,8 +155,8 @@ struct mem_resident {
     uint64_t gather_fwd, gather_bwd, bucket; /* gathered units, gradient buckets */
     uint64_t paged, host;     /* managed-memory optimizer states; host memory (offload) */
     uint64_t acc;             /* gradients accumulated unsharded over a pipelined step */
-    uint64_t root_hold, root_end, root_gather; /* FSDP1's root unit (memmodel.c root_grads) */
-    uint64_t g_frozen;        /* the part of g that is frozen weights' (memmodel.c mixed_unit_grads) */
+    uint64_t root_hold, root_end, root_gather; /* FSDP1's root unit (resident.c root_grads) */
+    uint64_t g_frozen;        /* the part of g that is frozen weights' (resident.c mixed_unit_grads) */
     bool zero3;               /* parameters, gradients and states sharded over dp */
     bool ds;                  /* the fp32 master copy lives in the optimizer */
 };

@@ -65,7 +65,7 @@ uint64_t stack_features(enum stack s)
                              bf16-mixed keeps every weight, frozen ones too, in fp32; every
                              recipe accumulates gradients (global_batch_size > micro);
                              BitsandbytesPrecision quantizes every Linear, lm_head too, from
-                             an fp16 copy of the weight (memmodel.c resident_terms); a
+                             an fp16 copy of the weight (resident.c resident_terms); a
                              softcapped model's attention runs eagerly (act_block_tok);
                              Lightning's FSDPStrategy wraps FSDP1 (flat parameters) */
         return FEAT_CHUNKED_CE | FEAT_UNTIED_HEAD | FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_EVAL_LOGITS |

@@ -64,7 +64,7 @@ enum stack {
 /* LoRA dropout > 0: each adapter keeps its dropped input */
 #define FEAT_LORA_DROPOUT (UINT64_C(1) << 8)
 /* bit 9 is free: it was FEAT_FULL_INIT, a whole-model copy inferred from rows LGRT-18..27;
- * lit-gpt 8641822 builds on the meta device under FSDP (memmodel.c mixed_unit_grads) */
+ * lit-gpt 8641822 builds on the meta device under FSDP (resident.c mixed_unit_grads) */
 /* the stack's attention has one fused qkv Linear (litgpt) */
 #define FEAT_FUSED_QKV (UINT64_C(1) << 10)
 /* fused AdamW kernel: no step temporaries */
@@ -116,16 +116,16 @@ enum stack {
  * reduce_dtype=float32, composer's DEFAULT): speed only */
 #define FEAT_FSDP_FP32_REDUCE (UINT64_C(1) << 29)
 /* FSDP1 (FullyShardedDataParallel): flat parameters whose
- * views autograd tracks (memmodel.c root_grads) */
+ * views autograd tracks (resident.c root_grads) */
 #define FEAT_FSDP_FLAT (UINT64_C(1) << 30)
 /* torchtitan >= 83e69410: the embedding and [norm, output] are FSDP
- * units of their own, every block is resharded after forward (memmodel.c zero3_gather) */
+ * units of their own, every block is resharded after forward (resident.c zero3_gather) */
 #define FEAT_FSDP_END_UNITS (UINT64_C(1) << 31)
 /* ... every 10th step instead (PEFT MetaMathQA run.py
  * ACCELERATOR_EMPTY_CACHE_SCHEDULE from 90d3fc05) */
 #define FEAT_EMPTY_CACHE_10 (UINT64_C(1) << 32)
 /* DeepSpeed ZeRO-3 configured by an accelerate config without a
- * DeepSpeed JSON: DeepSpeed's default reduce_bucket_size (memmodel.c ds_zero3_ipg_bytes) */
+ * DeepSpeed JSON: DeepSpeed's default reduce_bucket_size (resident.c ds_zero3_ipg_bytes) */
 #define FEAT_DS_DEFAULT_BUCKETS (UINT64_C(1) << 33)
 /* the run's longest batch is its first step and the others are shorter (lit-gpt 8641822's
  * get_batch(..., longest_seq_ix if iter_num == 0), "force the longest sample at the beginning

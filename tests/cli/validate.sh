@@ -54,7 +54,7 @@ awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < 
 # 133 rows of then; issue 16 added the 14 float8 rows of public-2.csv (--precision fp8), the
 # TP and pipeline ones 10-26 % below; the loss_parallel path, the pipeline's kept outputs and
 # its receive buffers (third pass) left the grade A/B median at 5.1 (bound 5.2) and took those
-# rows from 15 to 14. FSDP1's root gradient (memmodel.c root_grads: LGCH-03 -21.0 -> -3.0 %),
+# rows from 15 to 14. FSDP1's root gradient (resident.c root_grads: LGCH-03 -21.0 -> -3.0 %),
 # the Salisbury rows' fp32 embedding (no autocast), FSDP2's all-gather copy-in stream pool
 # (streampool.c), torchtitan's own end units from 83e69410 (feature fsdp-end-units) and the
 # whole-step allocator replay of PEFT MetaMathQA's empty_cache windows (stepreplay.c) took
@@ -66,7 +66,7 @@ awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < 
 # litgpt under Fabric (convert_output's fp32 logits, kept by fit() into the next step), the
 # bitsandbytes 0.42 inputs its kept graph holds and the physical LoRA count in place of the
 # inferred copy took the median to 3.9 %, the grade A/B median to 3.1 % (LGCH 3.6 -> 0.4 %).
-# litgpt's mixed FSDP units (memmodel.c mixed_unit_grads: every Block's whole gradient under
+# litgpt's mixed FSDP units (resident.c mixed_unit_grads: every Block's whole gradient under
 # no_sync, in place of the row-inferred full-init copy) took the median to 3.6 %, the grade A/B
 # median to 2.6 % (LGRT-18..20 +9.9/+16.5/+18.3 -> -1.2/+1.4/-2.1 %); bounds 3.7 and 2.7.
 # README "Validation" lists the numbers behind the bounds.
