@@ -1,4 +1,4 @@
-/* tiny_model.h: the tiny llama-style model the memory and speed tests work out by hand
+/* tiny_model.h: the tiny llama-style model the memory and speed tests work out by hand, and the configuration they start from
  * (layers 2, hidden 64, heads 4 of 16, kv_heads 2, intermediate 128, vocab 1000; the
  * parameter count is derived in test_memmodel.c). Header-only: each test is its own program. */
 #ifndef LLMEM_TEST_TINY_MODEL_H
@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mempoint.h"
 #include "plan.h"
 
 /* A llama-family model of the given shape (name, layers, hidden, heads, kv_heads, head_dim,
@@ -26,6 +27,26 @@ static inline int llama_test_plan(struct model_plan *plan, const char *name, con
 static inline int tiny_model_plan(struct model_plan *plan)
 {
     return llama_test_plan(plan, "tiny", (const int64_t[8]){2, 64, 4, 2, 16, 128, 1000, 128});
+}
+
+/* The configuration the memory tests start from: one GPU, micro-batch 2 x 8 tokens,
+ * bf16-pure full fine-tuning with AdamW, no checkpointing, the hf stack without features. */
+static inline struct train_config tiny_base_config(void)
+{
+    struct train_config c = {
+        .method = METHOD_SINGLE, .gpus = 1, .tp = 1, .dp = 1, .micro_batch = 2, .seq_len = 8,
+        .precision = PREC_BF16_PURE, .finetune = FT_FULL, .grad_ckpt = false,
+        .optimizer = OPT_ADAMW, .stack = STACK_HF, .features = 0,
+    };
+    return c;
+}
+
+/* The model's prediction for c on plan with a 1 MiB base and no catalog GPU. */
+static inline void tiny_predict(const struct model_plan *plan, const struct train_config *c,
+                                struct mem_estimate *e)
+{
+    struct mem_options o = {.paper = false, .base_bytes = 1 << 20};
+    memmodel_predict(plan, c, &o, e);
 }
 
 #endif
