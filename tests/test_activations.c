@@ -12,20 +12,7 @@
 #include "activations.h"
 #include "tiny_model.h"
 
-static struct model_plan plan;
-
-static int setup(void **state)
-{
-    (void)state;
-    return tiny_model_plan(&plan);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    plan_free(&plan);
-    return 0;
-}
+TINY_PLAN_FIXTURE
 
 /* Activations of one block per token, full bf16-pure, SDPA (e_a = e_r = 2):
  *   norms 2 x (4h fp32 upcast + 2h trained-weight output)        = 2 x 384 = 768

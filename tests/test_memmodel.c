@@ -21,20 +21,7 @@
 #include "tiny_model.h"
 #include "units.h"
 
-static struct model_plan plan;
-
-static int setup(void **state)
-{
-    (void)state;
-    return tiny_model_plan(&plan);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    plan_free(&plan);
-    return 0;
-}
+TINY_PLAN_FIXTURE
 
 static void test_param_count(void **state)
 {

@@ -12,20 +12,7 @@
 #include "memmodel.h"
 #include "tiny_model.h"
 
-static struct model_plan plan;
-
-static int setup(void **state)
-{
-    (void)state;
-    return tiny_model_plan(&plan);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    plan_free(&plan);
-    return 0;
-}
+TINY_PLAN_FIXTURE
 
 /* A 2-stage pipeline of the 2-block tiny model, bf16-pure, 8 micro-batches: each stage one
  * block and its end of the model (embedding 64000 first, lm_head 64000 last: 100992

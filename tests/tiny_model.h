@@ -29,6 +29,22 @@ static inline int tiny_model_plan(struct model_plan *plan)
     return llama_test_plan(plan, "tiny", (const int64_t[8]){2, 64, 4, 2, 16, 128, 1000, 128});
 }
 
+/* The tiny plan as a test program's cmocka group fixture: `static struct model_plan plan`,
+ * built by setup and freed by teardown (each test is its own program, so one each). */
+#define TINY_PLAN_FIXTURE                                                                      \
+    static struct model_plan plan;                                                             \
+    static int setup(void **state)                                                             \
+    {                                                                                          \
+        (void)state;                                                                           \
+        return tiny_model_plan(&plan);                                                         \
+    }                                                                                          \
+    static int teardown(void **state)                                                          \
+    {                                                                                          \
+        (void)state;                                                                           \
+        plan_free(&plan);                                                                      \
+        return 0;                                                                              \
+    }
+
 /* The configuration the memory tests start from: one GPU, micro-batch 2 x 8 tokens,
  * bf16-pure full fine-tuning with AdamW, no checkpointing, the hf stack without features. */
 static inline struct train_config tiny_base_config(void)
