@@ -109,7 +109,7 @@ static bool shared_input(const struct model_plan *p, const struct train_config *
 uint64_t act_bnb_held_tok(const struct model_plan *p, const struct train_config *c)
 {
     const struct model_spec *m = &p->spec;
-    if (c->stack != STACK_LITGPT || c->finetune == FT_FULL || c->quant == QUANT_NONE ||
+    if (!train_fabric_loop(c) || c->finetune == FT_FULL || c->quant == QUANT_NONE ||
         (c->features & FEAT_TORCHAO_NF4))
         return 0;
     const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2, tp = (uint64_t)c->tp, h = (uint64_t)m->hidden;

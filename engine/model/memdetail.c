@@ -517,7 +517,7 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
     /* memmodel.c fixed_phases: litgpt's forward is the lm_head's moment, its loss after it */
     const bool head_fwd = memmodel_head_in_forward(c, r->dequant, r->dequant_head);
     f->dequant = ph == PHASE_LOSS || ph == PHASE_OPTIMIZER || (ph == PHASE_FORWARD && head_fwd) ? 0 : r->dequant;
-    f->dequant_head = (ph == PHASE_LOSS && c->stack != STACK_LITGPT) || ph == PHASE_EVAL ||
+    f->dequant_head = (ph == PHASE_LOSS && !train_fabric_loop(c)) || ph == PHASE_EVAL ||
                       (ph == PHASE_FORWARD && head_fwd) ? r->dequant_head : 0;
 }
 
@@ -697,7 +697,7 @@ static void logits_rows(struct build *b, const struct ctx *x)
                       bytes_mul(entries, x->mp.eval_logits_tok), SRC_EVAL);
     } else if (x->mp.lg_tok[x->ph]) { /* a loop's kept logits (memmodel.c kept_outputs, kept_logits) */
         const uint64_t per = x->mp.lg_tok[x->ph];
-        const bool head = x->ph == PHASE_FORWARD && c->stack == STACK_LITGPT; /* memmodel.c kept_logits */
+        const bool head = x->ph == PHASE_FORWARD && train_fabric_loop(c); /* memmodel.c kept_logits */
         r = row_bytes(b, TERM_LOGITS, head ? "kept logits + the lm_head's 16-bit output" : "logits the loop keeps past the loss",
                       head ? "mixed" : per == 4 ? "fp32" : "bf16", bytes_mul(entries, per), SRC_KEPT_LOGITS);
     }

@@ -185,7 +185,7 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     const bool head_fwd = memmodel_head_in_forward(c, r.dequant, r.dequant_head);
     set_phase(mp, PHASE_FORWARD, r.w, held_grad, r.o, amp_fwd + (head_fwd ? r.dequant_head : r.dequant),
               r.gather_fwd + r.bucket);
-    set_phase(mp, PHASE_LOSS, r.w, held_grad, r.o, amp_fwd + (c->stack == STACK_LITGPT ? 0 : r.dequant_head),
+    set_phase(mp, PHASE_LOSS, r.w, held_grad, r.o, amp_fwd + (train_fabric_loop(c) ? 0 : r.dequant_head),
               r.gather_fwd + r.bucket);
     /* FSDP1 (root_grads): the lm_head's gradient piece is held through backward, beside the
      * accumulated gradients (without accumulation it is head_grad itself at the last block) */
@@ -278,7 +278,7 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
 
 bool memmodel_head_in_forward(const struct train_config *c, uint64_t dequant, uint64_t dequant_head)
 {
-    return c->stack == STACK_LITGPT && dequant_head > dequant;
+    return train_fabric_loop(c) && dequant_head > dequant;
 }
 
 /* torchtune's recipes at 0217d44c (feature logits-kept) rebind `logits` to the shifted
@@ -295,11 +295,11 @@ static void kept_logits(const struct train_config *c, uint64_t ea, struct mem_pr
         mp->kept_logits_tok = 4;
     /* litgpt's fit() keeps the fp32 logits Fabric's convert_output made the same way until the
      * next step's model() returns (losspath.c litgpt_lora_path, which has them at the loss) */
-    if (c->stack == STACK_LITGPT)
+    if (train_fabric_loop(c))
         mp->kept_logits_tok = 4;
     mp->prev_logits_tok = (c->features & FEAT_LONGEST_FIRST) ? 0 : mp->kept_logits_tok;
     /* litgpt's forward phase ends with the lm_head: this step's 16-bit logits beside them */
-    mp->fwd_logits_tok = mp->prev_logits_tok + (c->stack == STACK_LITGPT ? ea : 0);
+    mp->fwd_logits_tok = mp->prev_logits_tok + (train_fabric_loop(c) ? ea : 0);
 }
 
 /* A loop that keeps the model's `outputs` as a plain local (feature outputs-kept: PEFT's
@@ -416,7 +416,7 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
  * (4): 16 at the training length. */
 static uint64_t eval_logits(const struct train_config *c, uint32_t ea)
 {
-    if (c->stack != STACK_LITGPT)
+    if (!train_fabric_loop(c))
         return 2 * (uint64_t)ea;
     /* a run whose longest batch is its first step validates on random, shorter batches */
     return (c->features & FEAT_LONGEST_FIRST) ? 0 : 16;

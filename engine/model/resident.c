@@ -337,7 +337,7 @@ static uint64_t mixed_unit_grads(const struct model_plan *p, const struct train_
 {
     const bool fsdp = (c->features & FEAT_FSDP) && c->dp > 1 &&
                       (c->method == METHOD_ADP || c->method == METHOD_DPTP);
-    if (c->stack != STACK_LITGPT || c->finetune == FT_FULL || !fsdp)
+    if (!train_fabric_loop(c) || c->finetune == FT_FULL || !fsdp)
         return 0;
     return (uint64_t)((double)p->spec.layers * layer * (double)wt / dpdiv);
 }

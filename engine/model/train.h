@@ -168,6 +168,16 @@ static inline int32_t train_microbatches(const struct train_config *c)
 {
     return c->pp > 1 && c->microbatches > 1 ? c->microbatches : 1;
 }
+/* A training loop under Lightning Fabric, as litgpt's finetune scripts run (2024: lit-gpt
+ * 8641822, litgpt 5895df10): _FabricModule.forward's convert_output returns fp32 logits,
+ * fit() keeps them (and, through their grad_fn, the step's graph) until the next step's
+ * model() returns, a quantized lm_head dequantizes inside each chunk's matmul, and the FSDP
+ * strategy wraps with use_orig_params=True (losspath.c litgpt_lora_path, memmodel.c
+ * kept_logits, activations.c act_bnb_held_tok, resident.c mixed_unit_grads cite each). */
+static inline bool train_fabric_loop(const struct train_config *c)
+{
+    return c->stack == STACK_LITGPT;
+}
 /* Mixed precision: 16-bit compute over fp32 parameters (fp16, bf16, and fp8, bf16 with
  * float8 block Linears). */
 static inline bool train_mixed(const struct train_config *c)
