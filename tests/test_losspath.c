@@ -22,9 +22,9 @@ static struct loss_cost cost(enum loss_path lp, uint32_t ea, enum data_shape d, 
 static void test_hf_allocated(void **state)
 {
     (void)state;
-    assert_true(cost(LOSS_HF, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 12.0);
+    assert_true(cost(LOSS_HF, 2, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 12.0);
     /* fp32 training: the logits are fp32 too, the peak is still three fp32 tensors */
-    assert_true(cost(LOSS_HF, 4, DATA_PACKED, ALLOC_DEFAULT).allocated == 12.0);
+    assert_true(cost(LOSS_HF, 4, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 12.0);
 }
 
 /* Packed, default allocator. Step 1 cuts segments 2 (logits), 4 (upcast), 4 (log_softmax
@@ -52,11 +52,11 @@ static void test_replay_by_hand(void **state)
     (void)state;
     double res, need;
     const uint32_t rising[] = {LP_LEN_UNIT / 2, LP_LEN_UNIT};
-    assert_int_equal(losspath_replay(LOSS_COMPILED_CE, LP_HALF, ALLOC_DEFAULT, rising, 2, &res, &need), 0);
+    assert_int_equal(losspath_replay(LOSS_COMPILED_CE, LP_HALF, ALLOC_DEFAULT, 1, rising, 2, &res, &need), 0);
     assert_true(res == 6.0);
     assert_true(need == 4.0);
     const uint32_t falling[] = {LP_LEN_UNIT, LP_LEN_UNIT / 2};
-    assert_int_equal(losspath_replay(LOSS_COMPILED_CE, LP_HALF, ALLOC_DEFAULT, falling, 2, &res, &need), 0);
+    assert_int_equal(losspath_replay(LOSS_COMPILED_CE, LP_HALF, ALLOC_DEFAULT, 1, falling, 2, &res, &need), 0);
     assert_true(res == 4.0);
     assert_true(need == 4.0);
     /* expandable segments: one growing segment; rising lengths unmap nothing and map the
@@ -64,12 +64,12 @@ static void test_replay_by_hand(void **state)
      * 4 MiB left and 13 more (520 MiB). At the cap the first 512 MiB fits the free 520; the
      * second takes the 8 MiB left and maps 504 MiB, 26 pages: 52 pages, 1040 MiB, of 256 MiB
      * units (2^28 entries at one byte) 4.0625 */
-    assert_int_equal(losspath_replay(LOSS_COMPILED_CE, LP_HALF, ALLOC_EXPANDABLE, rising, 2, &res, &need), 0);
+    assert_int_equal(losspath_replay(LOSS_COMPILED_CE, LP_HALF, ALLOC_EXPANDABLE, 1, rising, 2, &res, &need), 0);
     assert_true(res == 4.0625);
     /* bad arguments */
     const uint32_t bad[] = {0};
-    assert_int_equal(losspath_replay(LOSS_HF, LP_HALF, ALLOC_DEFAULT, bad, 1, &res, &need), -1);
-    assert_int_equal(losspath_replay(LOSS_COUNT, LP_HALF, ALLOC_DEFAULT, rising, 2, &res, &need), -1);
+    assert_int_equal(losspath_replay(LOSS_HF, LP_HALF, ALLOC_DEFAULT, 1, bad, 1, &res, &need), -1);
+    assert_int_equal(losspath_replay(LOSS_COUNT, LP_HALF, ALLOC_DEFAULT, 1, rising, 2, &res, &need), -1);
 }
 
 /* Variable lengths: a run over 128 data orders. Stranded segments make it reserve more
@@ -85,7 +85,7 @@ static void test_variable_run(void **state)
     for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++) {
         assert_true(v.reserved[bk] > p.reserved[bk]);
         assert_true(v.needed[bk] <= v.reserved[bk]);
-        assert_true(v.needed[bk] >= v.allocated);
+        assert_true(v.needed[bk] >= v.allocated[bk]);
         if (bk)
             assert_true(v.reserved[bk] < v.reserved[bk - 1]);
     }
@@ -136,18 +136,18 @@ static void test_hf_expandable(void **state)
 static void test_chunked(void **state)
 {
     (void)state;
-    assert_true(cost(LOSS_CHUNKED_COMPILED, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 2.5);
-    assert_true(cost(LOSS_CHUNKED_UPCAST, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 6.0);
+    assert_true(cost(LOSS_CHUNKED_COMPILED, 2, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 2.5);
+    assert_true(cost(LOSS_CHUNKED_UPCAST, 2, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 6.0);
     /* litgpt under Fabric: the previous step's fp32 logits 4 + this step's 16-bit chunks 2 +
      * their fp32 copies 4 while convert_output returns; under fp32 the copy is the tensor
      * itself: 4 + 4. Full: fp32 logits 4 + the shifted reshape copy 4 + log_softmax 4. The
      * run's first step has no previous logits: 2 + 4, then 4 + 4 (log_softmax). */
-    assert_true(cost(LOSS_LITGPT_LORA, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 10.0);
-    assert_true(cost(LOSS_LITGPT_LORA, 4, DATA_PACKED, ALLOC_DEFAULT).allocated == 8.0);
-    assert_true(cost(LOSS_LITGPT_FULL, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 12.0);
-    assert_true(cost(LOSS_LITGPT_LORA_FIRST, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 8.0);
-    assert_true(cost(LOSS_LITGPT_FULL_FIRST, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 12.0);
-    assert_true(cost(LOSS_KEPT, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 16.0);
+    assert_true(cost(LOSS_LITGPT_LORA, 2, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 10.0);
+    assert_true(cost(LOSS_LITGPT_LORA, 4, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 8.0);
+    assert_true(cost(LOSS_LITGPT_FULL, 2, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 12.0);
+    assert_true(cost(LOSS_LITGPT_LORA_FIRST, 2, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 8.0);
+    assert_true(cost(LOSS_LITGPT_FULL_FIRST, 2, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 12.0);
+    assert_true(cost(LOSS_KEPT, 2, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 16.0);
 }
 
 /* A loop that keeps `outputs` (PEFT MetaMathQA), bf16, packed: the hf path with the 2-byte
@@ -159,7 +159,7 @@ static void test_outputs_kept(void **state)
 {
     (void)state;
     struct loss_cost c = cost(LOSS_OUTPUTS_KEPT, 2, DATA_PACKED, ALLOC_DEFAULT);
-    assert_true(c.allocated == 14.0);
+    assert_true(c.allocated[0] == 14.0);
     assert_true(c.reserved[0] == 14.0);
     assert_true(c.needed[0] == 14.0);
 }
@@ -170,7 +170,7 @@ static void test_compiled_ce(void **state)
 {
     (void)state;
     struct loss_cost c = cost(LOSS_COMPILED_CE, 2, DATA_PACKED, ALLOC_DEFAULT);
-    assert_true(c.allocated == 4.0);
+    assert_true(c.allocated[0] == 4.0);
     assert_true(c.reserved[0] == 4.0);
     assert_true(c.needed[0] == 4.0);
     struct train_config tc = {.stack = STACK_TORCHTITAN, .finetune = FT_FULL,
@@ -188,8 +188,8 @@ static void test_compiled_ce(void **state)
 static void test_loss_parallel(void **state)
 {
     (void)state;
-    assert_true(cost(LOSS_LOSS_PARALLEL, 2, DATA_PACKED, ALLOC_DEFAULT).allocated == 16.0);
-    assert_true(cost(LOSS_LOSS_PARALLEL, 4, DATA_PACKED, ALLOC_DEFAULT).allocated == 16.0);
+    assert_true(cost(LOSS_LOSS_PARALLEL, 2, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 16.0);
+    assert_true(cost(LOSS_LOSS_PARALLEL, 4, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 16.0);
     struct train_config tc = {.stack = STACK_TORCHTITAN, .finetune = FT_FULL, .tp = 8,
                               .features = FEAT_COMPILE | FEAT_SEQ_PARALLEL};
     assert_int_equal(losspath_select(&tc, "llama"), LOSS_LOSS_PARALLEL);
@@ -197,6 +197,45 @@ static void test_loss_parallel(void **state)
     assert_int_equal(losspath_select(&tc, "llama"), LOSS_HF);
     tc.tp = 8, tc.stack = STACK_HF;
     assert_int_equal(losspath_select(&tc, "llama"), LOSS_HF);
+}
+
+/* TRL's SFTTrainer, its metrics beside the loss's saved log_softmax output P (4) and
+ * outputs.logits (accelerate's fp32 copy F, 4, under autocast; the 16-bit logits H, 2,
+ * without). TRL 0.22, bf16 autocast, one sample: P + F = 8, the entropy's log_softmax,
+ * exp and product of the sample (4 each): 20, the peak; two samples: 8 + 3 x 2 = 14; four:
+ * 8 + 3 < the backward's 12. bf16 without autocast, one sample: P 4 + H 2 + 3 x 2 = 12.
+ * TRL 0.15: the accuracy's copy C (4) beside P and F: 12, as the backward. TRL >= 1.6:
+ * the reshape copies only for more than one sample, 12 either way. */
+static void test_trl(void **state)
+{
+    (void)state;
+    struct loss_cost c;
+    losspath_cost(LOSS_TRL_022, LP_MIXED, DATA_PACKED, ALLOC_DEFAULT, &c);
+    assert_true(c.allocated[0] == 20.0);
+    assert_true(c.allocated[1] == 14.0);
+    assert_true(c.allocated[2] == 12.0);
+    assert_true(c.allocated[LP_BATCH_BUCKETS - 1] == 12.0);
+    assert_true(c.reserved[0] >= c.allocated[0]);
+    losspath_cost(LOSS_TRL_022, LP_HALF, DATA_PACKED, ALLOC_DEFAULT, &c);
+    assert_true(c.allocated[0] == 12.0);
+    losspath_cost(LOSS_TRL_022, LP_FP32, DATA_PACKED, ALLOC_DEFAULT, &c);
+    assert_true(c.allocated[0] == 20.0); /* fp32 logits: P 4 + H 4 + 3 x 4 */
+    losspath_cost(LOSS_TRL_015, LP_MIXED, DATA_PACKED, ALLOC_DEFAULT, &c);
+    assert_true(c.allocated[0] == 12.0);
+    losspath_cost(LOSS_TRL, LP_MIXED, DATA_PACKED, ALLOC_DEFAULT, &c);
+    assert_true(c.allocated[0] == 12.0 && c.allocated[1] == 12.0);
+    /* variable lengths: the metrics' extra 4-byte tensor strands at least as much as hf */
+    struct loss_cost hf, trl;
+    losspath_cost(LOSS_HF, LP_MIXED, DATA_VARIABLE, ALLOC_DEFAULT, &hf);
+    losspath_cost(LOSS_TRL_015, LP_MIXED, DATA_VARIABLE, ALLOC_DEFAULT, &trl);
+    assert_true(trl.reserved[0] >= hf.reserved[0]);
+    struct train_config tc = {.stack = STACK_TRL_022, .finetune = FT_LORA};
+    assert_int_equal(losspath_select(&tc, "llama"), LOSS_TRL_022);
+    tc.stack = STACK_TRL;
+    assert_int_equal(losspath_select(&tc, "llama"), LOSS_TRL);
+    tc.stack = STACK_TRL_015;
+    assert_int_equal(losspath_select(&tc, "llama"), LOSS_TRL_015);
+    assert_true(stack_hf_trainer(STACK_TRL) && !stack_hf_trainer(STACK_TORCHTITAN));
 }
 
 /* Which path a configuration runs. */
@@ -234,7 +273,7 @@ int main(void)
         cmocka_unit_test(test_replay_by_hand), cmocka_unit_test(test_variable_run), cmocka_unit_test(test_variable_table), cmocka_unit_test(test_hf_expandable),
         cmocka_unit_test(test_chunked),              cmocka_unit_test(test_select),
         cmocka_unit_test(test_outputs_kept),         cmocka_unit_test(test_compiled_ce),
-        cmocka_unit_test(test_loss_parallel),
+        cmocka_unit_test(test_loss_parallel),        cmocka_unit_test(test_trl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

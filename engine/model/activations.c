@@ -280,15 +280,13 @@ int act_kv_repeat(const struct train_config *c)
 {
     if (c->features & (FEAT_FLASH_ATTN | FEAT_TRITON_ATTN | FEAT_COMPILE))
         return 0;
+    if (stack_hf_trainer(c->stack))
+        return c->data == DATA_VARIABLE ? 2 : 0;
     switch (c->stack) {
     case STACK_LITGPT:
     case STACK_TORCHTUNE:
     case STACK_TORCHTITAN:
         return 1;
-    case STACK_HF:
-    case STACK_HF_446:
-    case STACK_HF_431:
-        return c->data == DATA_VARIABLE ? 2 : 0;
     default:
         return 0;
     }

@@ -33,6 +33,9 @@ enum lp_size {
     SZ_FP32_CHUNK8, /* one fp32 chunk of eight: 0.5 */
     SZ_HALF_ONLY,   /* e_a-sized logits that exist beside their fp32 copy: e_a, or 0 under fp32
                        (where .to(torch.float32) returns the tensor itself) */
+    SZ_PLAIN_COMPUTE, /* e_a without autocast, else 0 (what accelerate leaves unconverted) */
+    SZ_WIDE_SAMPLE, /* SZ_AMP_WIDE of one sample of the micro-batch: 1 / b of it */
+    SZ_WIDE_BATCHED,/* SZ_AMP_WIDE when the micro-batch has more than one sample, else 0 */
 };
 
 struct lp_event {
@@ -106,6 +109,40 @@ static const struct lp_event kept_path[] = {
 static const struct lp_event outputs_kept_path[] = {
     A(0, SZ_COMPUTE), A(1, SZ_UPCAST), A(2, SZ_FP32), F(1), A(3, SZ_AMP_FP32), F(3),
     A(4, SZ_FP32), A(5, SZ_FP32), F(2), F(4), A(6, SZ_COMPUTE), F(5), F(6), F(0),
+};
+
+/* TRL's SFTTrainer.compute_loss calls Trainer.compute_loss(return_outputs=True), so the
+ * model's `outputs` stay alive beside the loss's saved log_softmax output P (2) while it
+ * computes its metrics, under torch.no_grad(), and returns `loss` only (the hf path's
+ * backward). outputs.logits is accelerate's fp32 copy F (3) under autocast, the lm_head's
+ * output itself otherwise: H is split into the part accelerate's conversion frees (0,
+ * autocast only) and the part `outputs` holds until compute_loss returns (7, without
+ * autocast). Every metric tensor is as wide as outputs.logits (SZ_AMP_WIDE).
+ * - TRL 0.15 .. 0.21 (84d73fd00 "add token accuracy metric", trl/trainer/sft_trainer.py
+ *   compute_loss at v0.16.0 :512-535): `shift_logits = outputs.logits[..., :-1, :]
+ *   .contiguous()`, a copy C (8) that argmax reads; the same copy at 0.23 .. 1.5 (v1.0.0
+ *   :1295-1296, v1.3.0 where the entropy reads it too). From 0.23 the entropy
+ *   (trl/trainer/utils.py entropy_from_logits, deae7e00b) works on 128 rows of the flattened
+ *   logits at a time: 128 x V x 12 bytes, no N x V tensor (not modelled).
+ * - TRL 0.22 (da167d88b "Add entropy logging in SFT"; utils.py entropy_from_logits(logits,
+ *   chunk_size=1) at v0.22.0 :1476-1500): before the accuracy's copy, the entropy splits
+ *   outputs.logits along the batch, one sample at a time: log_softmax L (4), exp E (5), the
+ *   product (6), E freed, its negation (9), each 1 / b of the micro-batch's logits.
+ * - TRL >= 1.6 (a6b127190, #5930, "Remove unnecessary explicit .contiguous()"; sft_trainer.py
+ *   compute_loss at v1.9.0 :1763-1785): entropy_from_logits(outputs.logits[..., :-1, :]) whose
+ *   `logits.reshape(-1, V)` is a view for one sample and a copy (8) of the slice for more. */
+#define TRL_FORWARD A(0, SZ_AMP_COMPUTE), A(7, SZ_PLAIN_COMPUTE), A(1, SZ_UPCAST), A(2, SZ_FP32), \
+                    F(1), A(3, SZ_AMP_FP32), F(0)
+#define TRL_RETURN F(7), F(3), A(4, SZ_FP32), A(5, SZ_FP32), F(2), F(4), A(6, SZ_COMPUTE), F(5), F(6)
+static const struct lp_event trl_path[] = {
+    TRL_FORWARD, A(8, SZ_WIDE_BATCHED), F(8), TRL_RETURN,
+};
+static const struct lp_event trl022_path[] = {
+    TRL_FORWARD, A(4, SZ_WIDE_SAMPLE), A(5, SZ_WIDE_SAMPLE), A(6, SZ_WIDE_SAMPLE), F(5),
+    A(9, SZ_WIDE_SAMPLE), F(6), F(9), F(4), A(8, SZ_AMP_WIDE), F(8), TRL_RETURN,
+};
+static const struct lp_event trl015_path[] = {
+    TRL_FORWARD, A(8, SZ_AMP_WIDE), F(8), TRL_RETURN,
 };
 
 /* torchtitan's loss under --training.compile from bbb1b616e (2025-04-02; components/loss.py
@@ -230,6 +267,12 @@ static const struct {
                                     "litgpt-full in the run's first (longest) step"),
     [LOSS_OUTPUTS_KEPT] = PATH("outputs-kept", outputs_kept_path, "PEFT method_comparison/MetaMathQA/run.py "
                                "L213-215 @5fe7f8f8: `outputs` kept; the hf path otherwise"),
+    [LOSS_TRL] = PATH("trl", trl_path, "TRL trl/trainer/sft_trainer.py SFTTrainer.compute_loss @v1.9.0 "
+                      ":1763-1785 (entropy_from_logits' reshape copy); the hf path otherwise"),
+    [LOSS_TRL_022] = PATH("trl-0.22", trl022_path, "TRL sft_trainer.py compute_loss @v0.22.0 :1045-1105, "
+                          "utils.py entropy_from_logits(chunk_size=1) :1476-1500; the hf path otherwise"),
+    [LOSS_TRL_015] = PATH("trl-0.15", trl015_path, "TRL sft_trainer.py compute_loss @v0.16.0 :512-535 "
+                          "(the accuracy's contiguous copy); the hf path otherwise"),
     [LOSS_COMPILED_CE] = PATH("compiled-ce", compiled_ce_path, "torchtitan components/loss.py "
                               "build_cross_entropy_loss under torch.compile @bbb1b616e"),
     [LOSS_LOSS_PARALLEL] = PATH("loss-parallel", loss_parallel_path, "torchtitan train.py loss_fn and "
@@ -269,6 +312,12 @@ enum loss_path losspath_select(const struct train_config *c, const char *model_t
         return LOSS_QWEN1;
     if (c->stack == STACK_HF_446)
         return LOSS_HF_446;
+    if (c->stack == STACK_TRL)
+        return LOSS_TRL;
+    if (c->stack == STACK_TRL_022)
+        return LOSS_TRL_022;
+    if (c->stack == STACK_TRL_015)
+        return LOSS_TRL_015;
     return c->stack == STACK_HF_431 ? LOSS_HF_431 : LOSS_HF;
 }
 
@@ -282,39 +331,50 @@ enum lp_class losspath_class(enum precision p)
     return p == PREC_FP32 ? LP_FP32 : p == PREC_BF16_PURE ? LP_HALF : LP_MIXED;
 }
 
-/* Bytes per token and vocabulary entry, in eighths of a byte (exact for every size). */
-static uint64_t eighths(enum lp_size s, enum lp_class k)
+/* Sizes are counted in 1/LP_UNIT of a byte per token and vocabulary entry, exact for
+ * every size: one sample of the largest replayed micro-batch (32) of 16-bit logits is 1/16
+ * of a byte. */
+#define LP_UNIT 256
+
+/* The size of s in class k at micro-batch b (a power of two, 1 .. 32), in 1/LP_UNIT bytes. */
+static uint64_t units(enum lp_size s, enum lp_class k, uint32_t b)
 {
-    const uint64_t ea = k == LP_FP32 ? 32 : 16;
+    const uint64_t ea = k == LP_FP32 ? 4 * LP_UNIT : 2 * LP_UNIT, fp32 = 4 * LP_UNIT;
     const bool amp = k == LP_MIXED;
     switch (s) {
     case SZ_FP32:
-        return 32;
+        return fp32;
     case SZ_UPCAST:
-        return k == LP_FP32 ? 0 : 32;
+        return k == LP_FP32 ? 0 : fp32;
     case SZ_AMP_FP32:
-        return amp ? 32 : 0;
+        return amp ? fp32 : 0;
     case SZ_AMP_WIDE:
-        return amp ? 32 : ea;
+        return amp ? fp32 : ea;
     case SZ_AMP_COMPUTE:
         return amp ? ea : 0;
     case SZ_FP32_CHUNK8:
-        return 4;
+        return fp32 / 8;
     case SZ_HALF_ONLY:
         return k == LP_FP32 ? 0 : ea;
+    case SZ_PLAIN_COMPUTE:
+        return amp ? 0 : ea;
+    case SZ_WIDE_SAMPLE:
+        return (amp ? fp32 : ea) / (b ? b : 1);
+    case SZ_WIDE_BATCHED:
+        return b > 1 ? (amp ? fp32 : ea) : 0;
     default:
         return ea;
     }
 }
 
-/* The allocated peak of one pass over the events, in eighths. */
-static uint64_t allocated_peak(enum loss_path lp, enum lp_class k)
+/* The allocated peak of one pass over the events at micro-batch b, in 1/LP_UNIT bytes. */
+static uint64_t allocated_peak(enum loss_path lp, enum lp_class k, uint32_t b)
 {
     uint64_t size[LP_SLOTS] = {0}, live = 0, peak = 0;
     for (size_t i = 0; i < paths[lp].n; i++) {
         const struct lp_event *e = &paths[lp].ev[i];
         if (e->alloc) {
-            size[e->slot] = eighths(e->size, k);
+            size[e->slot] = units(e->size, k, b);
             live += size[e->slot];
         } else {
             live -= size[e->slot];
@@ -362,7 +422,7 @@ static uint64_t splitmix64(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-int losspath_replay(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
+int losspath_replay(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, uint32_t batch,
                     const uint32_t *len, size_t n, double *reserved, double *needed)
 {
     allocsim_block blocks[1024];
@@ -381,7 +441,7 @@ int losspath_replay(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
         for (size_t i = 0; i < paths[lp].n; i++) {
             const struct lp_event *e = &paths[lp].ev[i];
             allocsim_status s = e->alloc
-                ? allocsim_alloc(&st, entries / 8 * eighths(e->size, k), &handle[e->slot])
+                ? allocsim_alloc(&st, entries / LP_UNIT * units(e->size, k, batch), &handle[e->slot])
                 : allocsim_free(&st, handle[e->slot]);
             if (s != ALLOCSIM_OK)
                 return -1;
@@ -425,7 +485,7 @@ static int variable_run(enum loss_path lp, enum lp_class k, enum alloc_conf allo
             }
             len[i] = longest;
         }
-        if (losspath_replay(lp, k, alloc, len, LP_RUN_STEPS, &res[order], &need[order]) != 0)
+        if (losspath_replay(lp, k, alloc, b, len, LP_RUN_STEPS, &res[order], &need[order]) != 0)
             return -1;
     }
     *reserved = median_of_orders(res);
@@ -438,7 +498,8 @@ int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf a
 {
     if ((unsigned)lp >= LOSS_COUNT || (unsigned)k >= LP_CLASS_COUNT || (unsigned)alloc >= ALLOC_COUNT)
         return -1;
-    out->allocated = (double)allocated_peak(lp, k) / 8.0;
+    for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++)
+        out->allocated[bk] = (double)allocated_peak(lp, k, UINT32_C(1) << bk) / LP_UNIT;
     for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++)
         if (variable_run(lp, k, alloc, UINT32_C(1) << bk, &out->reserved[bk], &out->needed[bk]) != 0)
             return -1;
@@ -457,19 +518,20 @@ int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf a
 static void cost_of(enum loss_path lp, enum lp_class k, enum data_shape data, enum alloc_conf alloc,
                     struct loss_cost *out)
 {
-    out->allocated = (double)allocated_peak(lp, k) / 8.0;
     for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++) {
+        const uint32_t b = UINT32_C(1) << bk;
         double *r = &out->reserved[bk], *nd = &out->needed[bk];
+        out->allocated[bk] = (double)allocated_peak(lp, k, b) / LP_UNIT;
         if (data == DATA_PACKED) {
-            if (losspath_replay(lp, k, alloc, packed_steps, 2, r, nd) != 0)
-                *r = *nd = out->allocated; /* the block array ran out: cannot happen */
+            if (losspath_replay(lp, k, alloc, b, packed_steps, 2, r, nd) != 0)
+                *r = *nd = out->allocated[bk]; /* the block array ran out: cannot happen */
             continue;
         }
 #ifndef LOSSPATH_GENERATOR
         *r = variable_table[lp][k][alloc][0][bk];
         *nd = variable_table[lp][k][alloc][1][bk];
 #else
-        *r = *nd = out->allocated; /* the generator asks for variable_run directly */
+        *r = *nd = out->allocated[bk]; /* the generator asks for variable_run directly */
 #endif
     }
 }

@@ -42,6 +42,10 @@ enum loss_path {
                          compiled loss): no fp32 tensor of N x V */
     LOSS_LOSS_PARALLEL, /* torchtitan under TP: torch's loss_parallel handlers on the rank's
                            vocab shard (fp32 shifted copy, zeros + exp in backward) */
+    LOSS_TRL,         /* TRL >= 1.6 SFTTrainer: the hf path + its metrics' flattened copy of
+                         the shifted logits when the micro-batch has more than one sample */
+    LOSS_TRL_022,     /* TRL 0.22: + entropy one sample at a time, then the accuracy copy */
+    LOSS_TRL_015,     /* TRL 0.15 .. 0.21 and 0.23 .. 1.5: + the accuracy's contiguous copy */
     LOSS_COUNT
 };
 
@@ -70,9 +74,10 @@ enum lp_class losspath_class(enum precision p);
 /* @return the bucket of micro_batch (values below 1 count as 1). */
 unsigned losspath_batch_bucket(int32_t micro_batch);
 
-/* What a loss path holds, in bytes per token and vocabulary entry of the longest step. */
+/* What a loss path holds, in bytes per token and vocabulary entry of the longest step, per
+ * micro-batch bucket (a trainer's metrics can work one sample at a time). */
 struct loss_cost {
-    double allocated;                  /* the allocated peak of the path's tensors */
+    double allocated[LP_BATCH_BUCKETS];/* the allocated peak of the path's tensors */
     double reserved[LP_BATCH_BUCKETS]; /* what the caching allocator holds for them at the
                                           run's peak, per micro-batch bucket */
     double needed[LP_BATCH_BUCKETS];   /* the part of it a run cannot release when memory
@@ -96,13 +101,13 @@ int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf a
 /* Step lengths of losspath_replay are in 1/LP_LEN_UNIT of the longest step. */
 #define LP_LEN_UNIT 4096
 
-/* Replays path lp over steps of lengths len[0..n) (each 1 .. LP_LEN_UNIT) through the
- * caching allocator model on a fresh allocator.
+/* Replays path lp over steps of lengths len[0..n) (each 1 .. LP_LEN_UNIT) of micro-batch
+ * `batch` through the caching allocator model on a fresh allocator.
  * @return 0 with *reserved (the peak reserved) and *needed (the most that could not be
  *         released at any moment) in bytes per vocabulary entry and token of a step of
  *         length LP_LEN_UNIT; -1 for a bad argument or when the replay's block array
  *         (1024 blocks) runs out. */
-int losspath_replay(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
+int losspath_replay(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, uint32_t batch,
                     const uint32_t *len, size_t n, double *reserved, double *needed);
 
 #endif

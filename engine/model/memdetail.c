@@ -689,9 +689,9 @@ static void logits_rows(struct build *b, const struct ctx *x)
     char name[64];
     if (x->ph == PHASE_LOSS) {
         const enum loss_path lp = losspath_select(c, x->p->spec.model_type);
-        snprintf(name, sizeof name, "loss path %s: %.2f B per token and vocab entry", loss_path_name(lp),
-                 x->mp.logits_tok);
-        r = row_bytes(b, TERM_LOGITS, name, "mixed", bytes_scale(entries, x->mp.logits_tok), losspath_source(lp));
+        const double per = x->mp.logits_tok[losspath_batch_bucket(c->micro_batch)];
+        snprintf(name, sizeof name, "loss path %s: %.2f B per token and vocab entry", loss_path_name(lp), per);
+        r = row_bytes(b, TERM_LOGITS, name, "mixed", bytes_scale(entries, per), losspath_source(lp));
     } else if (x->ph == PHASE_EVAL) {
         r = row_bytes(b, TERM_LOGITS, "validation logits + log_softmax", "mixed",
                       bytes_mul(entries, x->mp.eval_logits_tok), SRC_EVAL);

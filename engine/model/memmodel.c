@@ -436,7 +436,7 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
      * use_local_output=False) and train.py's loss_parallel() context): each TP rank keeps
      * and upcasts its vocab / tp columns of the logits */
     mp->vocab = (p->spec.vocab + (int64_t)act_seq_parallel(c) - 1) / (int64_t)act_seq_parallel(c);
-    mp->logits_tok = cost.allocated;
+    memcpy(mp->logits_tok, cost.allocated, sizeof mp->logits_tok);
     memcpy(mp->logits_res_tok, cost.reserved, sizeof mp->logits_res_tok);
     memcpy(mp->logits_need_tok, cost.needed, sizeof mp->logits_need_tok);
     mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? eval_logits(c, ea) : 0;

@@ -78,7 +78,8 @@ struct mem_prepared {
     uint64_t ckpt_tok;       /* one block's checkpoint (its input) per token */
     uint64_t tail_tok;       /* final norm and lm_head input per token */
     uint64_t bwd_tok;        /* backward working set of one block per token */
-    double logits_tok;       /* per token and vocab entry at the loss peak (losspath.h) */
+    double logits_tok[LP_BATCH_BUCKETS];      /* per token and vocab entry at the loss peak,
+                                                 per micro-batch bucket (losspath.h) */
     double logits_res_tok[LP_BATCH_BUCKETS];  /* ... what the caching allocator reserves for
                                                  them, per micro-batch bucket */
     double logits_need_tok[LP_BATCH_BUCKETS]; /* ... the part of that it cannot release when

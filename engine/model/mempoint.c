@@ -199,7 +199,7 @@ static void point_parts(const struct train_config *c, const struct mem_prepared 
         x->lg_res[ph] = x->lg_need[ph] = memmodel_round(x->lg[ph]);
     }
     const unsigned bk = losspath_batch_bucket(c->micro_batch);
-    x->lg[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_tok), outs);
+    x->lg[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_tok[bk]), outs);
     x->lg_res[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_res_tok[bk]), outs_r);
     x->lg_need[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_need_tok[bk]), outs_r);
     x->lg[PHASE_BWD_LAST] = bytes_add(x->lg[PHASE_BWD_LAST], outs);

@@ -149,7 +149,7 @@ double plan_active_params(const struct model_plan *p)
 
 bool plan_peft_fused(const struct train_config *c)
 {
-    return c->stack == STACK_HF || c->stack == STACK_HF_446 || c->stack == STACK_HF_431;
+    return stack_hf_trainer(c->stack);
 }
 
 uint32_t plan_lora_targets(const struct model_plan *p, const struct train_config *c)

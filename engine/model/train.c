@@ -15,7 +15,8 @@ static const char *const finetune_names[FT_COUNT] = {"full", "lora", "qlora"};
 static const char *const quant_names[QUANT_COUNT] = {"none", "int8", "nf4", "nf4-dq"};
 static const char *const optimizer_names[OPT_COUNT] = {"adamw", "adamw8bit", "sgd"};
 static const char *const stack_names[STACK_COUNT] = {"hf", "litgpt", "torchtune", "colossal",
-                                                     "hf-4.46", "hf-4.31", "torchtitan"};
+                                                     "hf-4.46", "hf-4.31", "torchtitan",
+                                                     "trl", "trl-0.22", "trl-0.15"};
 static const char *const data_shape_names[DATA_COUNT] = {"variable", "packed"};
 static const char *const alloc_conf_names[ALLOC_COUNT] = {"default", "expandable"};
 
@@ -52,14 +53,19 @@ int data_shape_parse(const char *s) { return parse_in(data_shape_names, DATA_COU
 int alloc_conf_parse(const char *s) { return parse_in(alloc_conf_names, ALLOC_COUNT, s); }
 int offload_parse(const char *s) { return parse_in(offload_names, OFFLOAD_COUNT, s); }
 
+bool stack_hf_trainer(enum stack s)
+{
+    return s == STACK_HF || s == STACK_HF_446 || s == STACK_HF_431 || s == STACK_TRL ||
+           s == STACK_TRL_022 || s == STACK_TRL_015;
+}
+
 uint64_t stack_features(enum stack s)
 {
-    switch (s) {
-    case STACK_HF:        /* HF Trainer + PEFT: adapters upcast to fp32, FSDP for sharding
-                             (accelerate's FullyShardedDataParallelPlugin: FSDP1) */
-    case STACK_HF_446:    /* older transformers differ in the loss path only (losspath.c) */
-    case STACK_HF_431:
+    if (stack_hf_trainer(s)) /* HF Trainer + PEFT: adapters upcast to fp32, FSDP for sharding
+                                (accelerate's FullyShardedDataParallelPlugin: FSDP1); versions
+                                and TRL differ in the loss path only (losspath.c) */
         return FEAT_ADAPTER_FP32 | FEAT_FSDP | FEAT_FSDP_FLAT;
+    switch (s) {
     case STACK_LITGPT:    /* chunked lm_head + CE, separate lm_head, full-logit validation,
                              lora_dropout 0.05 in every config_hub LoRA recipe, fused qkv;
                              bf16-mixed keeps every weight, frozen ones too, in fp32; every

@@ -40,8 +40,15 @@ enum stack {
     STACK_HF_446,    /* the same with transformers 4.46 .. 4.48 (losspath.c) */
     STACK_HF_431,    /* the same with transformers 4.31 .. 4.45 */
     STACK_TORCHTITAN,/* torchtitan: FSDP2, foreach AdamW, cross_entropy on the fp32 upcast */
+    STACK_TRL,       /* TRL's SFTTrainer (>= 1.6) on HF Trainer + PEFT, transformers >= 4.49 */
+    STACK_TRL_022,   /* the same with TRL 0.22 (per-sample entropy, losspath.c) */
+    STACK_TRL_015,   /* the same with TRL 0.15 .. 0.21 or 0.23 .. 1.5 */
     STACK_COUNT
 };
+
+/* @return whether stack s trains through HF Trainer (transformers, PEFT, accelerate; TRL's
+ * SFTTrainer subclasses it): the stacks that differ only in their loss path. */
+bool stack_hf_trainer(enum stack s);
 
 /* Stack features; each stack has defaults (stack_features) and a measured row may add some.
  * Bits of a uint64_t (macros: ISO C enumerators stop at INT_MAX). */

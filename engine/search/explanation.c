@@ -17,7 +17,7 @@ static void loss_cost_of(struct explanation *x, const struct train_config *c)
     losspath_cost(lp, losspath_class(c->precision), losspath_data_shape(c), c->alloc, &lc);
     x->has_loss = true;
     snprintf(x->loss_path, sizeof x->loss_path, "%s", loss_path_name(lp));
-    x->loss_allocated = lc.allocated;
+    x->loss_allocated = lc.allocated[bk];
     x->loss_reserved = lc.reserved[bk];
     x->loss_needed = lc.needed[bk];
 }
