@@ -158,7 +158,8 @@ static void test_kv_repeat(void **state)
  * v adapter reads the same tensor; each keeps its r-wide lora_A output (4 x 2 x 2 = 16).
  * Under a bitsandbytes base every MatMul4Bit keeps its input: the attention input and the
  * MLP input (64 each), down's input (128), o's input being SDPA's saved output: 256 x 2 =
- * 512, and the adapters' inputs are those. */
+ * 512, and the adapters' inputs are those (bitsandbytes before 0.43.2, bnb-input-kept). From
+ * 0.43.2 MatMul4Bit keeps nothing: the adapters keep their input, as LoRA's 144. */
 static void test_lora_linear_inputs(void **state)
 {
     (void)state;
@@ -173,9 +174,17 @@ static void test_lora_linear_inputs(void **state)
     assert_int_equal(a.lora, 144);
     c.finetune = FT_QLORA;
     c.quant = QUANT_NF4;
+    c.features = FEAT_BNB_INPUT_KEPT;
     act_block_tok(&plan, &c, &a);
     assert_int_equal(a.lin_in, 512);
     assert_int_equal(a.lora, 16);
+    c.features = 0;
+    act_block_tok(&plan, &c, &a);
+    assert_int_equal(a.lin_in, 0);
+    assert_int_equal(a.lora, 144);
+    c.quant = QUANT_INT8; /* MatMul8bitLt keeps (CAt, subA, A) in every version */
+    act_block_tok(&plan, &c, &a);
+    assert_int_equal(a.lin_in, 512);
 }
 
 /* bitsandbytes' MatMul4Bit inputs a litgpt step keeps (act_bnb_held_tok), tiny model (2
@@ -194,15 +203,17 @@ static void test_bnb_held(void **state)
     c.quant = QUANT_NF4;
     c.lora_r = 4;
     c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
-    c.features = FEAT_QUANT_HEAD;
+    c.features = FEAT_QUANT_HEAD | FEAT_BNB_INPUT_KEPT; /* litgpt pins bitsandbytes 0.42 */
     assert_int_equal(act_bnb_held_tok(&plan, &c), 1280);
     tiny_predict(&plan, &c, &e);
     assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_ACTIVATIONS], 20480);
-    c.features = 0; /* a 16-bit lm_head */
+    c.features = FEAT_BNB_INPUT_KEPT; /* a 16-bit lm_head */
     assert_int_equal(act_bnb_held_tok(&plan, &c), 1152);
-    c.features = FEAT_TORCHAO_NF4; /* linear_nf4 keeps nothing in ctx */
+    c.features = FEAT_TORCHAO_NF4 | FEAT_BNB_INPUT_KEPT; /* linear_nf4 keeps nothing in ctx */
     assert_int_equal(act_bnb_held_tok(&plan, &c), 0);
-    c.features = FEAT_QUANT_HEAD;
+    c.features = FEAT_QUANT_HEAD; /* bitsandbytes >= 0.43.2: (None, B) */
+    assert_int_equal(act_bnb_held_tok(&plan, &c), 0);
+    c.features = FEAT_QUANT_HEAD | FEAT_BNB_INPUT_KEPT;
     c.stack = STACK_HF; /* the trainer drops the graph after backward */
     assert_int_equal(act_bnb_held_tok(&plan, &c), 0);
 }

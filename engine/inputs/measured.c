@@ -47,6 +47,7 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"no-accum", 0, FEAT_GRAD_ACCUM, NULL},    {"compile", FEAT_COMPILE, 0, NULL},
         {"logits-kept", FEAT_LOGITS_KEPT, 0, NULL},
         {"longest-first", FEAT_LONGEST_FIRST, 0, NULL},
+        {"bnb-input-kept", FEAT_BNB_INPUT_KEPT, 0, NULL},
         {"seq-parallel", FEAT_SEQ_PARALLEL, 0, NULL},
         {"outputs-kept", FEAT_OUTPUTS_KEPT, 0, NULL},
         {"compiled-loss", FEAT_COMPILED_LOSS, 0, NULL},

@@ -9,13 +9,18 @@
 
 #include "float8.h"
 
-/* Whether a LoRA base is a bitsandbytes layer whose MatMul4Bit / MatMul8bitLt keeps its input
- * whenever the input requires grad (bnb autograd/_functions.py: ctx.tensors = (A, B)), for a
- * frozen weight too. torchao's linear_nf4 backward needs only the weight (torchao
- * dtypes/nf4tensor.py). */
+/* Whether a LoRA base is a bitsandbytes layer that keeps its input whenever the input
+ * requires grad, for a frozen weight too (bitsandbytes/autograd/_functions.py):
+ * MatMul8bitLt in every version (`ctx.tensors = (CAt, subA, A)` when any(needs_input_grad),
+ * at 0.43.1 :425 and 0.45.0 :389); MatMul4Bit before 0.43.2 (`ctx.tensors = (A, B)` at
+ * 0.43.1 :516; (None, B) from 9e753741, #1270, "fix QLoRA mem bug: delete useless buffered
+ * activation": its backward needs only the weight), feature bnb-input-kept. torchao's
+ * linear_nf4 backward needs only the weight (torchao dtypes/nf4tensor.py). */
 static bool bnb_keeps_input(const struct train_config *c)
 {
-    return c->finetune != FT_FULL && c->quant != QUANT_NONE && !(c->features & FEAT_TORCHAO_NF4);
+    if (c->finetune == FT_FULL || c->quant == QUANT_NONE || (c->features & FEAT_TORCHAO_NF4))
+        return false;
+    return c->quant == QUANT_INT8 || (c->features & FEAT_BNB_INPUT_KEPT);
 }
 
 /* Whether o_proj's input is a tensor of its own. SDPA's flash and memory-efficient kernels
@@ -109,8 +114,7 @@ static bool shared_input(const struct model_plan *p, const struct train_config *
 uint64_t act_bnb_held_tok(const struct model_plan *p, const struct train_config *c)
 {
     const struct model_spec *m = &p->spec;
-    if (!train_fabric_loop(c) || c->finetune == FT_FULL || c->quant == QUANT_NONE ||
-        (c->features & FEAT_TORCHAO_NF4))
+    if (!train_fabric_loop(c) || !bnb_keeps_input(c))
         return 0;
     const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2, tp = (uint64_t)c->tp, h = (uint64_t)m->hidden;
     const uint64_t ao = (uint64_t)m->heads * (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);

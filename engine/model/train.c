@@ -63,8 +63,10 @@ uint64_t stack_features(enum stack s)
 {
     if (stack_hf_trainer(s)) /* HF Trainer + PEFT: adapters upcast to fp32, FSDP for sharding
                                 (accelerate's FullyShardedDataParallelPlugin: FSDP1); versions
-                                and TRL differ in the loss path only (losspath.c) */
-        return FEAT_ADAPTER_FP32 | FEAT_FSDP | FEAT_FSDP_FLAT;
+                                and TRL differ in the loss path (losspath.c), and transformers
+                                4.31 .. 4.45 (Jul 2023 .. Sep 2024) ran mostly with the
+                                bitsandbytes of before 0.43.2 (Jul 2024) */
+        return FEAT_ADAPTER_FP32 | FEAT_FSDP | FEAT_FSDP_FLAT | (s == STACK_HF_431 ? FEAT_BNB_INPUT_KEPT : 0);
     switch (s) {
     case STACK_LITGPT:    /* chunked lm_head + CE, separate lm_head, full-logit validation,
                              lora_dropout 0.05 in every config_hub LoRA recipe, fused qkv;
@@ -73,10 +75,11 @@ uint64_t stack_features(enum stack s)
                              BitsandbytesPrecision quantizes every Linear, lm_head too, from
                              an fp16 copy of the weight (resident.c resident_terms); a
                              softcapped model's attention runs eagerly (act_block_tok);
-                             Lightning's FSDPStrategy wraps FSDP1 (flat parameters) */
+                             Lightning's FSDPStrategy wraps FSDP1 (flat parameters); litgpt
+                             pins bitsandbytes==0.42.0 (pyproject.toml at 5895df10) */
         return FEAT_CHUNKED_CE | FEAT_UNTIED_HEAD | FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_EVAL_LOGITS |
                FEAT_LORA_DROPOUT | FEAT_FUSED_QKV | FEAT_FP32_BASE | FEAT_GRAD_ACCUM |
-               FEAT_QUANT_HEAD | FEAT_DEQUANT_CAST | FEAT_SOFTCAP_EAGER;
+               FEAT_QUANT_HEAD | FEAT_DEQUANT_CAST | FEAT_SOFTCAP_EAGER | FEAT_BNB_INPUT_KEPT;
     case STACK_TORCHTUNE: /* FSDP2; recipes set AdamW(fused=True); QLoRA is torchao NF4;
                              chunked CE and compile per recipe */
         return FEAT_FSDP | FEAT_FUSED_OPT | FEAT_TORCHAO_NF4;

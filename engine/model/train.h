@@ -139,6 +139,10 @@ bool stack_hf_trainer(enum stack s);
  * so potential OOMs happen right away"): what a loop keeps of the previous step is not there
  * at the peak (memmodel.c kept_logits, act_bnb_held_tok, fixed_phases' summed gradients) */
 #define FEAT_LONGEST_FIRST (UINT64_C(1) << 34)
+/* bitsandbytes before 0.43.2: MatMul4Bit keeps its input whenever it requires grad,
+ * `ctx.tensors = (A, B)` (bitsandbytes/autograd/_functions.py at 0.43.1 :516); 9e753741
+ * (#1270, 0.43.2) made it (None, B) (activations.c bnb_keeps_input) */
+#define FEAT_BNB_INPUT_KEPT (UINT64_C(1) << 35)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))
