@@ -39,7 +39,7 @@ static json_t *band_json(const struct explanation *x)
 /* What to change when the point does not fit, fewest changed first. */
 static void text_changes(const struct explanation *x, FILE *f)
 {
-    fprintf(f, "changes    %s\n", x->nchanges ? "each of these alone makes it fit (fewest changed first):"
+    fprintf(f, "changes    %s\n", x->nchanges ? "each of these makes it fit (fewest changed first):"
                                               : "no single change tried makes it fit");
     for (int i = 0; i < x->nchanges; i++)
         fprintf(f, "           peak %7.2f GiB (%7.2f GiB with the margin)  %s\n", x->changes[i].peak_gib,

@@ -37,7 +37,7 @@ FEATURE_ORDER = [
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
     "fsdp", "deepspeed", "flash-attn", "no-accum", "logits-kept", "empty-cache",
     "empty-cache-10", "outputs-kept", "lora-dropout", "ds-default-buckets", "fsdp1",
-    "longest-first",
+    "longest-first", "unfused-adamw",
 ]
 
 # Out of scope: not decoder-only causal LMs.
@@ -442,6 +442,11 @@ def source_features(letter, row, rid):
         # use_cache=True) until the next step's forward rebinds it (run.py L213-215
         # @5fe7f8f8, the same in 8be1a16f and 51c2ff66)
         feats.append("outputs-kept")
+        # its optimizer is `getattr(torch.optim, "AdamW")(model.parameters(), lr=...,
+        # weight_decay=...)` (method_comparison/MetaMathQA/utils.py get_optimizer_and_scheduler
+        # and default_training_params.json @5d602fdb): PyTorch's foreach default, not the
+        # fused kernel HF Trainer picks on torch >= 2.8
+        feats.append("unfused-adamw")
     if rid in NO_ACCUM:
         feats.append("no-accum")
     # no full-init: lit-gpt 8641822 finetune/lora.py calls

@@ -53,7 +53,9 @@ def method_of(row, line):
 PRECISIONS = {"bf16": "bf16"}     # composer amp_bf16: fp32 master weights and states
 FINETUNES = {"full": "full"}
 CKPT = {"on": "on", "off": "off"}
-# llm-foundry's pretrain yamls (mpt-*.yaml @4952183) use decoupled_adamw.
+# llm-foundry's pretrain yamls (mpt-*.yaml @4952183) use decoupled_adamw: composer's
+# DecoupledAdamW updates one parameter at a time (composer/optim/decoupled_weight_decay.py
+# adamw: `for i, param in enumerate(params)`), not a fused kernel (feature unfused-adamw).
 OPTIMIZER = "adamw"
 # scripts/train/benchmarking/submit_benchmarks.py (@b2a43a14, @5e85bd62, the commits that
 # wrote the tables): --attn_impl default 'triton' (llm-foundry's flash_attn_triton.py).
@@ -111,7 +113,7 @@ def convert(row, line, index):
         "metric": "none", "measured_gib": "",
         "gpu": gpu, "framework": FRAMEWORK, "source": row["source_url"],
         "id": "LF-%03d" % index, "grade": "A-", "stack": "hf",
-        "features": "packed+fsdp" + mp_features(row, line), "attention": "triton",
+        "features": "packed+fsdp" + mp_features(row, line) + "+unfused-adamw", "attention": "triton",
         "seq_kind": "exact",
         "tokens_per_s_gpu": "%g" % float(row["measured_tokens_s_gpu"]),
         "notes": notes, "group": row["group"],

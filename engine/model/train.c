@@ -16,7 +16,7 @@ static const char *const quant_names[QUANT_COUNT] = {"none", "int8", "nf4", "nf4
 static const char *const optimizer_names[OPT_COUNT] = {"adamw", "adamw8bit", "sgd"};
 static const char *const stack_names[STACK_COUNT] = {"hf", "litgpt", "torchtune", "colossal",
                                                      "hf-4.46", "hf-4.31", "torchtitan",
-                                                     "trl", "trl-0.22", "trl-0.15"};
+                                                     "trl", "trl-0.22", "trl-0.15", "hf-4.49"};
 static const char *const data_shape_names[DATA_COUNT] = {"variable", "packed"};
 static const char *const alloc_conf_names[ALLOC_COUNT] = {"default", "expandable"};
 
@@ -53,10 +53,21 @@ int data_shape_parse(const char *s) { return parse_in(data_shape_names, DATA_COU
 int alloc_conf_parse(const char *s) { return parse_in(alloc_conf_names, ALLOC_COUNT, s); }
 int offload_parse(const char *s) { return parse_in(offload_names, OFFLOAD_COUNT, s); }
 
+/* TrainingArguments.optim defaults to "adamw_torch_fused" on torch >= 2.8 from transformers
+ * 4.54 (huggingface/transformers PR #37358, merged 2025-07-09: `if
+ * is_torch_greater_or_equal_than_2_8: default_optim = "adamw_torch_fused"`), "adamw_torch"
+ * (torch.optim.AdamW, foreach) before. `hf` and the TRL stacks whose TRL needs transformers
+ * >= 4.55 (TRL 0.21 on, pyproject.toml) stand for torch >= 2.8; hf-4.49 and the older ones
+ * for the foreach default. */
+static bool hf_fused_adamw(enum stack s)
+{
+    return s == STACK_HF || s == STACK_TRL || s == STACK_TRL_022;
+}
+
 bool stack_hf_trainer(enum stack s)
 {
-    return s == STACK_HF || s == STACK_HF_446 || s == STACK_HF_431 || s == STACK_TRL ||
-           s == STACK_TRL_022 || s == STACK_TRL_015;
+    return s == STACK_HF || s == STACK_HF_449 || s == STACK_HF_446 || s == STACK_HF_431 ||
+           s == STACK_TRL || s == STACK_TRL_022 || s == STACK_TRL_015;
 }
 
 uint64_t stack_features(enum stack s)
@@ -66,7 +77,8 @@ uint64_t stack_features(enum stack s)
                                 and TRL differ in the loss path (losspath.c), and transformers
                                 4.31 .. 4.45 (Jul 2023 .. Sep 2024) ran mostly with the
                                 bitsandbytes of before 0.43.2 (Jul 2024) */
-        return FEAT_ADAPTER_FP32 | FEAT_FSDP | FEAT_FSDP_FLAT | (s == STACK_HF_431 ? FEAT_BNB_INPUT_KEPT : 0);
+        return FEAT_ADAPTER_FP32 | FEAT_FSDP | FEAT_FSDP_FLAT | (s == STACK_HF_431 ? FEAT_BNB_INPUT_KEPT : 0) |
+               (hf_fused_adamw(s) ? FEAT_FUSED_OPT : 0);
     switch (s) {
     case STACK_LITGPT:    /* chunked lm_head + CE, separate lm_head, full-logit validation,
                              lora_dropout 0.05 in every config_hub LoRA recipe, fused qkv;

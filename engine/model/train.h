@@ -35,7 +35,7 @@ enum alloc_conf { ALLOC_DEFAULT, ALLOC_EXPANDABLE, ALLOC_COUNT };
 
 /* Training stacks whose memory behaviour differs measurably (README, "Stacks"). */
 enum stack {
-    STACK_HF,        /* HF Trainer + PEFT, transformers >= 4.49 */
+    STACK_HF,        /* HF Trainer + PEFT, transformers >= 4.54 on torch >= 2.8 (fused AdamW) */
     STACK_LITGPT, STACK_TORCHTUNE, STACK_COLOSSAL,
     STACK_HF_446,    /* the same with transformers 4.46 .. 4.48 (losspath.c) */
     STACK_HF_431,    /* the same with transformers 4.31 .. 4.45 */
@@ -43,6 +43,8 @@ enum stack {
     STACK_TRL,       /* TRL's SFTTrainer (>= 1.6) on HF Trainer + PEFT, transformers >= 4.49 */
     STACK_TRL_022,   /* the same with TRL 0.22 (per-sample entropy, losspath.c) */
     STACK_TRL_015,   /* the same with TRL 0.15 .. 0.21 or 0.23 .. 1.5 */
+    STACK_HF_449,    /* HF Trainer + PEFT, transformers 4.49 .. 4.53 or torch < 2.8: the hf
+                        loss path, foreach AdamW */
     STACK_COUNT
 };
 

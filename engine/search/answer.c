@@ -332,6 +332,7 @@ struct candidates {
     uint32_t model;
     struct answer_change *out;
     int n, max;
+    const char *also; /* a change every candidate carries besides its own ("" for none) */
 };
 
 /* Evaluates c; keeps it when it fits and is a valid configuration. */
@@ -348,9 +349,10 @@ static bool try_change(struct candidates *cd, const struct train_config *c, int 
     struct answer_change ch = {.cfg = *c, .cost = cost};
     /* offload fits the GPU by filling host memory: say how much, the planner's other limit */
     if (pt.mem.host)
-        snprintf(ch.what, sizeof ch.what, "%s, %.0f GiB host memory a GPU", what, units_gib(pt.mem.host));
+        snprintf(ch.what, sizeof ch.what, "%s%s, %.0f GiB host memory a GPU", what, cd->also,
+                 units_gib(pt.mem.host));
     else
-        snprintf(ch.what, sizeof ch.what, "%s", what);
+        snprintf(ch.what, sizeof ch.what, "%s%s", what, cd->also);
     ch.peak_gib = units_gib(pt.peak);
     ch.fit_peak_gib = units_gib(pt.fit_peak);
     /* keep the max cheapest: (cost, GPUs, peak) */
@@ -412,10 +414,10 @@ static void more_gpus(struct candidates *cd, const struct train_config *c, enum 
     }
 }
 
-int answer_suggest(const struct sweep *s, uint32_t model, const struct train_config *c,
-                   struct answer_change *out, int max)
+static int suggest_from(const struct sweep *s, uint32_t model, const struct train_config *c,
+                        struct answer_change *out, int max, const char *also)
 {
-    struct candidates cd = {s, model, out, 0, max};
+    struct candidates cd = {s, model, out, 0, max, also};
     struct train_config x;
     char what[96];
     if (c->micro_batch > 1) {
@@ -471,6 +473,22 @@ int answer_suggest(const struct sweep *s, uint32_t model, const struct train_con
             break;
     }
     return cd.n;
+}
+
+/* Without checkpointing, a configuration whose states alone overflow the GPU may need two
+ * changes: a layout that shares the states and checkpointing to make room for the
+ * activations. When no single change fits, the same changes are tried with checkpointing
+ * on, which each of them then names. */
+int answer_suggest(const struct sweep *s, uint32_t model, const struct train_config *c,
+                   struct answer_change *out, int max)
+{
+    int n = suggest_from(s, model, c, out, max, "");
+    if (n == 0 && !c->grad_ckpt) {
+        struct train_config x = *c;
+        train_set_ckpt(&x, CKPT_ON);
+        n = suggest_from(s, model, &x, out, max, ", with checkpointing on");
+    }
+    return n;
 }
 
 /* --- the answer of a live sweep ------------------------------------------------------- */

@@ -240,7 +240,9 @@ void answer_config_id(const char *model, const struct train_config *c, char out[
 
 /* The nearest changes that make configuration c of model `model` fit, fewest changed
  * first (more GPUs, another method incl. a pipeline and CPU offload, checkpointing, a
- * smaller micro-batch, an 8-bit optimizer, LoRA, QLoRA, a shorter sequence). Returns how many were written. */
+ * smaller micro-batch, an 8-bit optimizer, LoRA, QLoRA, a shorter sequence); without
+ * checkpointing, when no single change fits, each of them with checkpointing on. Returns how
+ * many were written. */
 int answer_suggest(const struct sweep *s, uint32_t model, const struct train_config *c,
                    struct answer_change *out, int max);
 
