@@ -118,6 +118,28 @@ static void text_phases(const struct mem_estimate *e, FILE *f)
     }
 }
 
+/* explain --measured: the row beside the model's value of its metric. */
+static void text_measured(const struct explain_measured *m, FILE *f)
+{
+    if (!m->has)
+        return;
+    fprintf(f, "\nmeasured   %.3f GiB %s (%s, %s:%ld)", m->gib, m->metric, m->id, m->file, m->line);
+    if (m->predicted_gib >= 0)
+        fprintf(f, "; the model: %.3f GiB %s, %+.1f %%", m->predicted_gib, m->metric,
+                100.0 * (m->predicted_gib - m->gib) / m->gib);
+}
+
+static json_t *measured_json(const struct explain_measured *m)
+{
+    json_t *o = json_pack("{sssssIsssf}", "id", m->id, "file", m->file, "line", (json_int_t)m->line,
+                          "metric", m->metric, "gib", m->gib);
+    if (o && m->predicted_gib >= 0) {
+        json_object_set_new(o, "predicted_gib", json_real(m->predicted_gib));
+        json_object_set_new(o, "error_pct", json_real(100.0 * (m->predicted_gib - m->gib) / m->gib));
+    }
+    return o;
+}
+
 static void text_verdict(const struct explanation *x, FILE *f)
 {
     const struct sweep_point *pt = &x->pt;
@@ -128,6 +150,7 @@ static void text_verdict(const struct explanation *x, FILE *f)
     else
         fprintf(f, "\npeak       %.3f GiB device (%.3f reserved, %.3f allocated) at %s", units_gib(pt->peak),
                 units_gib(e->reserved), units_gib(e->allocated), mem_phase_name(e->peak_phase));
+    text_measured(&x->measured, f);
     text_band(x, f);
     if (x->has_loss)
         fprintf(f, "\nloss path  %s: %.2f allocated, %.2f reserved, %.2f held at the peak "
@@ -295,6 +318,8 @@ int explain_write_json(const struct explanation *x, FILE *f)
     if (x->host_budget)
         json_object_set_new(root, "host_budget_bytes", json_integer((json_int_t)x->host_budget));
     json_object_set_new(root, "band", band_json(x));
+    if (x->measured.has)
+        json_object_set_new(root, "measured", measured_json(&x->measured));
     if (!pt->fits)
         json_object_set_new(root, "suggestions", changes_json(x));
     if (x->par.detail)

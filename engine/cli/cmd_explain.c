@@ -1,12 +1,16 @@
 /* cmd_explain.c: `llmem-sweep explain`: one configuration from the command line,
  * explained by the search layer (explanation.h) and written by reports/explain_out.c. */
+#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "csv_table.h"
 #include "explain_out.h"
 #include "explanation.h"
 #include "job.h"
+#include "measured.h"
 
 /* One value per axis, with the explain defaults where the command line is silent. */
 static int single_config(const struct options *o, struct train_config *c)
@@ -55,17 +59,90 @@ static int single_config(const struct options *o, struct train_config *c)
     return 0;
 }
 
+/* A measured row (explain --measured FILE --id ID), as validate reads it. */
+struct row_ref {
+    char model[2048], gpu[64], id[32], metric[16];
+    long line;
+    double gib;
+};
+
+static bool any_axis(const struct space_axes *a)
+{
+    return a->nmethods || a->gpus.n || a->batch.n || a->seq.n || a->tp.n || a->ep.n || a->pp.n ||
+           a->nprecisions || a->nfinetunes || a->nquants || a->noptimizers || a->nckpts || a->ntargets ||
+           a->lora_r.n || a->pp_microbatches;
+}
+
+/* Row `id` of o->measured_csv: its configuration into c (stack defaults and the row's
+ * features), its model (a catalog id, or a config.json beside the CSV) and GPU into the
+ * options. @return 0, or an exit code after printing why. */
+static int measured_config(struct options *o, struct train_config *c, struct row_ref *ref)
+{
+    if (!o->measured_csv || !o->measured_id)
+        return usage_error("explain", "--measured FILE and --id ID go together");
+    if (o->nmodels || any_axis(&o->axes) || o->paper)
+        return usage_error("explain", "--measured takes the model and the configuration from the row: "
+                           "drop --model, --paper and the configuration options");
+    struct csv_table t;
+    struct input_error e;
+    if (csv_table_read(o->measured_csv, &t, &e) != 0 || csv_table_require(&t, measured_columns, &e) != 0) {
+        input_error_print(&e);
+        return e.code;
+    }
+    size_t r = 0;
+    while (r < t.nrows && strcmp(measured_cell(&t, r, "id"), o->measured_id) != 0)
+        r++;
+    int rc = 0;
+    char why[160];
+    if (r == t.nrows) {
+        rc = usage_error("explain", "%s has no row with id '%s'", o->measured_csv, o->measured_id);
+    } else if ((rc = measured_row_config(&t, r, targets_parse, c, why, sizeof why, &e)) != 0) {
+        if (rc > 0)
+            input_error_set(&e, EXIT_BAD_INPUT, t.path, t.lines[r], NULL, "row %s cannot be explained: %s",
+                            o->measured_id, why);
+        input_error_print(&e);
+        rc = e.code;
+    } else {
+        const char *name = measured_cell(&t, r, "model");
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s", t.path);
+        snprintf(ref->model, sizeof ref->model, "%s/%s", dirname(dir), name);
+        if (access(ref->model, F_OK) != 0) /* a catalog id (measured_row_model's order) */
+            snprintf(ref->model, sizeof ref->model, "%s", name);
+        snprintf(ref->gpu, sizeof ref->gpu, "%s", measured_cell(&t, r, "gpu"));
+        snprintf(ref->id, sizeof ref->id, "%s", o->measured_id);
+        snprintf(ref->metric, sizeof ref->metric, "%s", measured_cell(&t, r, "metric"));
+        ref->line = t.lines[r];
+        const char *v = measured_cell(&t, r, "measured_gib");
+        ref->gib = -1;
+        if (*v && csv_get_f64(&t, r, csv_table_col(&t, "measured_gib"), 1e-6, 1e6, &ref->gib, &e) != 0) {
+            input_error_print(&e);
+            rc = e.code;
+        }
+        o->models[0] = ref->model;
+        o->nmodels = 1;
+        if (!o->gpu && ref->gpu[0]) /* else validate's default GPU */
+            o->gpu = ref->gpu;
+    }
+    csv_table_free(&t);
+    return rc;
+}
+
 int cmd_explain(int argc, char **argv)
 {
     struct options o;
     struct train_config c;
+    static struct row_ref row;
     int rc = options_parse(argc, argv, 1, OPTIONS_EXPLAIN, &o);
     if (rc)
         return rc < 0 ? 0 : rc;
+    const bool measured = o.measured_csv || o.measured_id;
+    if (measured && (rc = measured_config(&o, &c, &row)))
+        return rc;
     if (o.nmodels != 1) {
         return usage_error("explain", "needs exactly one --model");
     }
-    if ((rc = single_config(&o, &c)))
+    if (!measured && (rc = single_config(&o, &c)))
         return rc;
     if (o.format != FORMAT_AUTO && o.format != FORMAT_TEXT && o.format != FORMAT_JSON) {
         return usage_error("explain", "--format is text or json");
@@ -86,6 +163,8 @@ int cmd_explain(int argc, char **argv)
     const struct explain_params par = {.paper = j.opt.paper, .detail = j.opt.detail,
                                        .margin_pct = j.opt.margin_pct};
     explanation_build(&x, &j.sweep, 0, &c, &par);
+    if (measured && row.gib > 0)
+        explanation_set_measured(&x, o.measured_csv, row.line, row.id, row.metric, row.gib);
     if (o.format == FORMAT_JSON) {
         if (explain_write_json(&x, stdout) != 0 && !ferror(stdout)) { /* a write error: main() says so */
             fputs("llmem-sweep: out of memory\n", stderr);

@@ -321,10 +321,12 @@ static const struct opt_row table[] = {
     NUM("--gpus-per-node", SW, T_INT, O(axes.gpus_per_node), 1, 4096, NULL),
     NAMES("--grad-ckpt", axes.ckpts, axes.nckpts, ckpt_mode_parse, CKPT_COUNT),
     NUM("--host-memory", SW, T_SIZE, O(host_memory), 0, 0, NULL),
+    STR("--id", CMD_EXPLAIN, O(measured_id)),
     INTS("--lora-r", axes.lora_r, 1, 65536),
     CALL("--lora-targets", SW, set_targets),
     CALL("--margin", SW, set_margin),
     LIST("--match", CMD_FIT, F(match), F(nmatch), FIT_ARGS_MAX),
+    STR("--measured", CMD_EXPLAIN, O(measured_csv)),
     {"--measured", CMD_VALIDATE, T_ARGV, V(measured), V(nmeasured), 0, 0, NULL, NULL, NULL, NULL},
     LIST("--measured", CMD_FIT, F(measured), F(nmeasured), FIT_ARGS_MAX),
     NAMES("--method", axes.methods, axes.nmethods, method_parse, METHOD_COUNT),
@@ -713,7 +715,11 @@ void options_usage(enum options_mode mode)
 {
     if (mode == OPTIONS_EXPLAIN) {
         fputs("usage: llmem-sweep explain --model NAME|PATH [options]\n"
+              "       llmem-sweep explain --measured FILE.csv --id ID [--detail] [--format F]\n"
               "Every memory term, the peak phase and the step time of one configuration.\n"
+              "  --measured FILE    with --id ID: the configuration, model, stack, features and\n"
+              "                     GPU of that measured row, as validate reads it, and the\n"
+              "                     model's value of its metric beside the measurement\n"
               "  --method M         single|cdp|adp|tp|dp+tp|zero1|zero2|pp|offload (default single;\n"
               "                     --methods also works)\n"
               "  --gpus N           GPU count (default 1; 2 for multi-GPU methods)\n"

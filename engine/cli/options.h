@@ -32,6 +32,8 @@ struct options {
     bool base_set;
     bool paper;
     bool detail;              /* explain --detail: the tensors behind each term */
+    const char *measured_csv; /* explain --measured FILE --id ID: a measured row's */
+    const char *measured_id;  /*   configuration, model and GPU */
     enum rank_mode rank;
     const char *rules;
     const char *data_dir;     /* --catalog DIR (or --data DIR, the older spelling) */

@@ -6,6 +6,8 @@
 
 #include "llmem.h"
 #include "losspath.h"
+#include "rules.h"
+#include "units.h"
 
 /* The loss path's cost per token and vocabulary entry at the point's micro-batch bucket:
  * what the timeline model charges its N x V tensors (not used by LLMem's equations). */
@@ -61,4 +63,18 @@ int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
     if (!pt->fits)
         x->nchanges = answer_suggest(s, model, &pt->cfg, x->changes, ANSWER_SUGGEST_MAX);
     return 0;
+}
+
+void explanation_set_measured(struct explanation *x, const char *file, long line, const char *id,
+                              const char *metric, double gib)
+{
+    struct explain_measured *m = &x->measured;
+    m->has = true;
+    snprintf(m->file, sizeof m->file, "%s", file);
+    m->line = line;
+    snprintf(m->id, sizeof m->id, "%s", id);
+    snprintf(m->metric, sizeof m->metric, "%s", metric);
+    m->gib = gib;
+    const int k = rules_metric_parse(metric);
+    m->predicted_gib = k >= 0 ? rules_model_metric(k, &x->pt.mem) / (double)GIB : -1.0;
 }

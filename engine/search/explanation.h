@@ -23,6 +23,16 @@ struct explain_params {
     double margin_pct; /* < 0: auto (the band's upper end must fit) */
 };
 
+/* explain --measured: the row the configuration comes from, and the model's value for its
+ * metric beside the measurement. */
+struct explain_measured {
+    bool has;
+    char id[32], metric[16], file[256];
+    long line;
+    double gib;           /* measured */
+    double predicted_gib; /* the model's value of the same metric; < 0: not comparable */
+};
+
 struct explanation {
     struct explain_params par;
     struct sweep_point pt;          /* the point as the sweep evaluates it, LLMem's terms filled */
@@ -45,6 +55,7 @@ struct explanation {
     int nchanges;                   /* what to change when it does not fit */
     struct answer_change changes[ANSWER_SUGGEST_MAX];
     struct mem_detail detail;       /* the tensors behind each term; filled with par.detail */
+    struct explain_measured measured; /* explain --measured; has = false otherwise */
 };
 
 /* Explains configuration c of model `model` of s (the configuration already checked with
@@ -52,5 +63,11 @@ struct explanation {
  * @return 0. */
 int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
                       const struct train_config *c, const struct explain_params *par);
+
+/* Records the measured row x explains (after explanation_build): its id, metric (allocated,
+ * reserved or device) and value, and the model's value of that metric, as validate
+ * computes it (rules not applied). */
+void explanation_set_measured(struct explanation *x, const char *file, long line, const char *id,
+                              const char *metric, double gib);
 
 #endif

@@ -109,4 +109,33 @@ grep -q "m_p16" "$TMP/detail.txt" && fail "explain text shows the LLMem terms wi
 grep -q "LLMem terms" "$TMP/paper.txt" || fail "explain --paper text lacks the LLMem terms"
 expect_exit 2 "$BIN" --detail --model gpt2
 expect_err "takes no --detail"
+
+# --- explain --measured FILE --id ID: a measured row's configuration, as validate reads it ---
+M="$PROJECT/datasets/measured"
+"$BIN" validate --measured "$M/public.csv" --measured "$M/public-2.csv" --out "$TMP/v.csv" > /dev/null
+for id in TTM-05 LGCH-02 PEFT-MM-01 TT-13 SWB-10; do
+  case $id in TT-*|SWB-*) f="$M/public-2.csv" ;; *) f="$M/public.csv" ;; esac
+  "$BIN" explain --measured "$f" --id "$id" --format json > "$TMP/m.json" || fail "explain --measured $id"
+  python3 - "$TMP/m.json" "$TMP/v.csv" "$id" <<'PY' || fail "explain --measured $id differs from validate"
+import csv, json, sys
+j = json.load(open(sys.argv[1])); m = j["measured"]
+(v,) = [r for r in csv.DictReader(open(sys.argv[2])) if r["source"] + "-" in sys.argv[3] + "-"
+        and r["line"] == str(m["line"]) and r["file"].endswith(m["file"].split("/")[-1])]
+assert m["id"] == sys.argv[3] and abs(m["gib"] - float(v["measured_gib"])) < 1e-3, (m, v)
+assert abs(m["predicted_gib"] - float(v["predicted_gib"])) < 1e-3, (m, v)
+PY
+done
+"$BIN" explain --measured "$M/public.csv" --id TTM-05 > "$TMP/m.txt"
+grep -q '^measured   22.445 GiB allocated (TTM-05, .*public.csv:[0-9]*); the model: [0-9.]* GiB allocated, -[0-9.]* %$' \
+  "$TMP/m.txt" || fail "explain --measured prints no measured line: $(cat "$TMP/m.txt")"
+expect_exit 2 "$BIN" explain --measured "$M/public.csv"
+expect_err "--measured FILE and --id ID go together"
+expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id NO-SUCH-ROW
+expect_err "has no row with id 'NO-SUCH-ROW'"
+expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --model gpt2
+expect_err "drop --model"
+expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --seq 1024
+expect_exit 3 "$BIN" explain --measured "$M/public-2.csv" --id TT-08
+expect_err "public-2.csv:9: row TT-08 cannot be explained: context parallelism is not modelled"
+expect_exit 4 "$BIN" explain --measured "$TMP/none.csv" --id X
 finish
