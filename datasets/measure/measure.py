@@ -236,6 +236,11 @@ def row_features(cfg):
     """The features column: the grid's features, and how the run was made (fake-pg: a fake
     process group stood in for the other ranks; hf-trainer: transformers.Trainer ran it)."""
     f = list(cfg.get("features", ()))
+    # torch.optim.AdamW without fused=True runs foreach (measure_worker.make_optimizer, and
+    # Trainer's optim="adamw_torch"), where llmem-sweep's stack hf assumes HF Trainer's fused
+    # default of torch >= 2.8
+    if cfg.get("optimizer") == "adamw" and not {"fused", "paged"} & set(f):
+        f.append("unfused-adamw")
     if cfg.get("method", "single") != "single":
         f.append("fake-pg")
     if cfg.get("runner", "loop") == "trainer":

@@ -199,7 +199,8 @@ class TestGrids(Fixture):
                          ("adp", 4, 1, "fused+fake-pg", ""))
         tp = grids.c("gpt2", method="tp", gpus=2, runner="trainer")
         r = measure.rows_for_result(dict(tp, runner="trainer"), "x-02", res, {})[0]
-        self.assertEqual((r["tp"], r["features"]), (2, "fake-pg+hf-trainer"))
+        # Trainer's optim="adamw_torch" (foreach) against stack hf's fused default
+        self.assertEqual((r["tp"], r["features"]), (2, "unfused-adamw+fake-pg+hf-trainer"))
         self.assertNotEqual(measure.config_key(var, "x"), measure.config_key(grids.c("gpt2"), "x"))
 
     def test_child_env_alloc_conf(self):
