@@ -1,6 +1,5 @@
 /* cmd_explain.c: `llmem-sweep explain`: one configuration from the command line,
  * explained by the search layer (explanation.h) and written by reports/explain_out.c. */
-#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,13 +11,22 @@
 #include "job.h"
 #include "measured.h"
 
+/* The most values the command line gave one configuration axis (0: none given). */
+static int axis_values(const struct space_axes *a)
+{
+    const int n[] = {a->nmethods, a->gpus.n, a->batch.n, a->seq.n, a->tp.n, a->ep.n, a->pp.n,
+                     a->nprecisions, a->nfinetunes, a->nquants, a->noptimizers, a->nckpts,
+                     a->ntargets, a->lora_r.n, a->pp_microbatches ? 1 : 0};
+    int most = 0;
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
+        most = n[i] > most ? n[i] : most;
+    return most;
+}
+
 /* One value per axis, with the explain defaults where the command line is silent. */
 static int single_config(const struct options *o, struct train_config *c)
 {
-    if (o->axes.nmethods > 1 || o->axes.gpus.n > 1 || o->axes.batch.n > 1 || o->axes.seq.n > 1 || o->axes.tp.n > 1 ||
-        o->axes.ep.n > 1 || o->axes.pp.n > 1 ||
-        o->axes.nprecisions > 1 || o->axes.nfinetunes > 1 || o->axes.nquants > 1 || o->axes.noptimizers > 1 ||
-        o->axes.nckpts > 1 || o->axes.ntargets > 1 || o->axes.lora_r.n > 1) {
+    if (axis_values(&o->axes) > 1) {
         return usage_error("explain", "one value per option (lists are for the sweep)");
     }
     memset(c, 0, sizeof *c);
@@ -66,12 +74,6 @@ struct row_ref {
     double gib;
 };
 
-static bool any_axis(const struct space_axes *a)
-{
-    return a->nmethods || a->gpus.n || a->batch.n || a->seq.n || a->tp.n || a->ep.n || a->pp.n ||
-           a->nprecisions || a->nfinetunes || a->nquants || a->noptimizers || a->nckpts || a->ntargets ||
-           a->lora_r.n || a->pp_microbatches;
-}
 
 /* Row `id` of o->measured_csv: its configuration into c (stack defaults and the row's
  * features), its model (a catalog id, or a config.json beside the CSV) and GPU into the
@@ -80,7 +82,7 @@ static int measured_config(struct options *o, struct train_config *c, struct row
 {
     if (!o->measured_csv || !o->measured_id)
         return usage_error("explain", "--measured FILE and --id ID go together");
-    if (o->nmodels || any_axis(&o->axes) || o->paper)
+    if (o->nmodels || axis_values(&o->axes) > 0 || o->paper)
         return usage_error("explain", "--measured takes the model and the configuration from the row: "
                            "drop --model, --paper and the configuration options");
     struct csv_table t;
@@ -104,10 +106,8 @@ static int measured_config(struct options *o, struct train_config *c, struct row
         rc = e.code;
     } else {
         const char *name = measured_cell(&t, r, "model");
-        char dir[1024];
-        snprintf(dir, sizeof dir, "%s", t.path);
-        snprintf(ref->model, sizeof ref->model, "%s/%s", dirname(dir), name);
-        if (access(ref->model, F_OK) != 0) /* a catalog id (measured_row_model's order) */
+        measured_model_path(t.path, name, ref->model, sizeof ref->model);
+        if (access(ref->model, F_OK) != 0) /* a catalog id */
             snprintf(ref->model, sizeof ref->model, "%s", name);
         snprintf(ref->gpu, sizeof ref->gpu, "%s", measured_cell(&t, r, "gpu"));
         snprintf(ref->id, sizeof ref->id, "%s", o->measured_id);

@@ -256,6 +256,13 @@ int measured_row_config(const struct csv_table *t, size_t r,
     return row_numbers(t, r, c, why, n, e);
 }
 
+void measured_model_path(const char *csv_path, const char *name, char *out, size_t n)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", csv_path);
+    snprintf(out, n, "%s/%s", dirname(dir), name);
+}
+
 int measured_row_model(const char *csv_path, const char *name, const struct catalog *cat,
                        struct model_spec *m, struct input_error *e)
 {
@@ -264,9 +271,8 @@ int measured_row_model(const char *csv_path, const char *name, const struct cata
         *m = *c;
         return 0;
     }
-    char dir[1024], path[2048];
-    snprintf(dir, sizeof dir, "%s", csv_path);
-    snprintf(path, sizeof path, "%s/%s", dirname(dir), name);
+    char path[2048];
+    measured_model_path(csv_path, name, path, sizeof path);
     if (access(path, F_OK) != 0)
         return 1;
     return model_source_load(cat, path, m, e); /* there, but broken: exit 3, not a skipped row */

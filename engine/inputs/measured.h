@@ -30,6 +30,9 @@ int measured_row_config(const struct csv_table *t, size_t r,
  * the highest block), C or D (the spikes after the forward pass). */
 bool measured_row_before_grads(const struct csv_table *t, size_t r);
 
+/* Where a row's model `name` lies as a config.json path: relative to the CSV's folder. */
+void measured_model_path(const char *csv_path, const char *name, char *out, size_t n);
+
 /* The row's model: a catalog id, or a config.json path relative to the CSV. Returns 0; 1
  * when neither exists; -1 with e filled when the config.json is there but broken. */
 int measured_row_model(const char *csv_path, const char *name, const struct catalog *cat,
