@@ -310,15 +310,13 @@ enum loss_path losspath_select(const struct train_config *c, const char *model_t
         return LOSS_OUTPUTS_KEPT;
     if (model_type && strcmp(model_type, "qwen") == 0) /* the model's own remote code */
         return LOSS_QWEN1;
-    if (c->stack == STACK_HF_446)
-        return LOSS_HF_446;
-    if (c->stack == STACK_TRL)
-        return LOSS_TRL;
-    if (c->stack == STACK_TRL_022)
-        return LOSS_TRL_022;
-    if (c->stack == STACK_TRL_015)
-        return LOSS_TRL_015;
-    return c->stack == STACK_HF_431 ? LOSS_HF_431 : LOSS_HF;
+    /* the stacks' own paths; every other stack runs hf's (the table's zeros) */
+    _Static_assert(LOSS_HF == 0, "unlisted stacks run the hf path");
+    static const enum loss_path of_stack[STACK_COUNT] = {
+        [STACK_HF_446] = LOSS_HF_446, [STACK_HF_431] = LOSS_HF_431, [STACK_TRL] = LOSS_TRL,
+        [STACK_TRL_022] = LOSS_TRL_022, [STACK_TRL_015] = LOSS_TRL_015,
+    };
+    return (unsigned)c->stack < STACK_COUNT ? of_stack[c->stack] : LOSS_HF;
 }
 
 enum data_shape losspath_data_shape(const struct train_config *c)
