@@ -14,6 +14,15 @@
 
 TINY_PLAN_FIXTURE
 
+/* torchtitan's pipeline on the tiny model: 2 stages, 8 micro-batches, bf16 mixed. */
+static struct train_config titan_stages(void)
+{
+    struct train_config c = tiny_base_config();
+    c.method = METHOD_PP, c.gpus = c.pp = 2, c.microbatches = 8, c.precision = PREC_BF16;
+    c.stack = STACK_TORCHTITAN, c.features = stack_features(STACK_TORCHTITAN);
+    return c;
+}
+
 /* A 2-stage pipeline of the 2-block tiny model, bf16-pure, 8 micro-batches: each stage one
  * block and its end of the model (embedding 64000 first, lm_head 64000 last: 100992
  * parameters each, half of P up to rounding). The first stage holds min(pp, m) = 2
@@ -59,9 +68,7 @@ static void test_pipeline(void **state)
 static void test_pipeline_fsdp_stages(void **state)
 {
     (void)state;
-    struct train_config c = tiny_base_config();
-    c.method = METHOD_PP, c.gpus = c.pp = 2, c.microbatches = 8, c.precision = PREC_BF16;
-    c.stack = STACK_TORCHTITAN, c.features = stack_features(STACK_TORCHTITAN);
+    struct train_config c = titan_stages();
     struct mem_estimate e;
     tiny_predict(&plan, &c, &e);
     const uint64_t *fwd = e.phase[PHASE_FORWARD], *bwd = e.phase[PHASE_BWD_FIRST];
@@ -129,9 +136,7 @@ static void test_pipeline_split(void **state)
 static void test_pipeline_stage_io_kept(void **state)
 {
     (void)state;
-    struct train_config c = tiny_base_config();
-    c.method = METHOD_PP, c.gpus = c.pp = 2, c.microbatches = 8, c.precision = PREC_BF16;
-    c.stack = STACK_TORCHTITAN, c.features = stack_features(STACK_TORCHTITAN);
+    struct train_config c = titan_stages();
     struct mem_prepared mp;
     struct mem_options mo;
     mem_options_for_gpu(NULL, false, &mo);
