@@ -159,6 +159,9 @@ static void text_verdict(const struct explanation *x, FILE *f)
     if (x->side_pool)
         fprintf(f, "\nside pool  %.3f GiB reserved by FSDP2's all-gather copy-in stream (in every phase's "
                 "reserved, not in allocated)", units_gib(x->side_pool));
+    if (e->step_end)
+        fprintf(f, "\nstep end   %.3f GiB reserved after the phases: torch pipelining's merged result of the "
+                "last stage's outputs, a segment of its own (in reserved, not in allocated)", units_gib(e->step_end));
     fprintf(f, "\nstep       %.4f s (compute %.4f, memory %.4f, communication %.4f", pt->speed.step_time_s,
             pt->speed.compute_s, pt->speed.memory_s, pt->speed.comm_s);
     if (pt->cfg.method == METHOD_PP)
@@ -317,6 +320,8 @@ int explain_write_json(const struct explanation *x, FILE *f)
     }
     if (x->host_budget)
         json_object_set_new(root, "host_budget_bytes", json_integer((json_int_t)x->host_budget));
+    if (e->step_end)
+        json_object_set_new(root, "step_end_reserved_bytes", json_integer((json_int_t)e->step_end));
     json_object_set_new(root, "band", band_json(x));
     if (x->measured.has)
         json_object_set_new(root, "measured", measured_json(&x->measured));

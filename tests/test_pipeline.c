@@ -164,12 +164,48 @@ static void test_pipeline_stage_io_kept(void **state)
     assert_int_equal(mp.pp_outs_first_tok + mp.pp_igrad_last_tok, 0);
 }
 
+/* The step's merged result on the last stage (memmodel.c pp_merge): torch.cat of the 8
+ * outputs, 8 x 2 bytes per token and vocab entry. At micro-batch 2 x 1024 tokens: 8 x 2 x
+ * 2048 x 1000 = 32768000 bytes, above the largest earlier request (the lm_head's fp32
+ * reduce-scatter input, 4 x 64000, and kLargeBuffer, 20 MiB): its own segment, rounded to
+ * 2 MiB, 16 x 2 MiB = 33554432, on top of the phases' reserved, not in allocated. */
+static void test_pipeline_merge(void **state)
+{
+    (void)state;
+    struct train_config c = titan_stages();
+    c.seq_len = 1024;
+    struct mem_estimate e;
+    tiny_predict(&plan, &c, &e);
+    assert_int_equal(e.step_end, 33554432);
+    uint64_t phases = 0;
+    for (int ph = 0; ph < PHASE_COUNT; ph++)
+        phases = e.phase_reserved[ph] > phases ? e.phase_reserved[ph] : phases;
+    assert_int_equal(e.reserved, phases + 33554432);
+    /* 2 micro-batches: 4 bytes an entry, what a freed fp32 tensor of the loss path holds */
+    struct mem_estimate two;
+    c.microbatches = 2;
+    tiny_predict(&plan, &c, &two);
+    assert_int_equal(two.step_end, 0);
+    /* 64 tokens a micro-batch: 1024000 bytes, no more than a 20 MiB segment may have free */
+    c.microbatches = 8, c.seq_len = 32;
+    tiny_predict(&plan, &c, &two);
+    assert_int_equal(two.step_end, 0);
+    /* expandable segments: a free tail can take part of it (not derived); Megatron: no merge */
+    c.seq_len = 1024, c.alloc = ALLOC_EXPANDABLE;
+    tiny_predict(&plan, &c, &two);
+    assert_int_equal(two.step_end, 0);
+    c.alloc = ALLOC_DEFAULT, c.stack = STACK_HF, c.features = stack_features(STACK_HF);
+    tiny_predict(&plan, &c, &two);
+    assert_int_equal(two.step_end, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_pipeline_fsdp_stages),
         cmocka_unit_test(test_pipeline_stage_io_kept),
+        cmocka_unit_test(test_pipeline_merge),
         cmocka_unit_test(test_pipeline_split),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -406,6 +406,39 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     kept_outputs(p, c, ea, mp);
 }
 
+/* What the last stage's step reserves after its phases. PipelineScheduleSingle.step and
+ * PipelineScheduleMulti.step end with `return self._merge_outputs(stage.output_chunks)` on
+ * the last stage, and merge_chunks builds the result with `torch.cat(partial_values,
+ * dim=...)` (pytorch/pytorch torch/distributed/pipelining/schedules.py and microbatch.py, in
+ * every version before PR #165822 of 2025-10, which added return_outputs): one new tensor of
+ * all m outputs, m x e_a bytes per token of a micro-batch and vocab entry, which torchtitan
+ * 9dec370 drops at once (train.py `pp_schedule.step(target=labels, losses=losses)`, its
+ * result unbound). The caching allocator serves a request from a cached free block at least
+ * as large or cudaMallocs a segment for it, and a large segment is one earlier request
+ * rounded up to 2 MiB that never joins another (c10/cuda/CUDACachingAllocator.cpp
+ * get_allocation_size, alloc_block): a request larger than every earlier one finds no block
+ * and adds its own segment to all the step reserved before. The last stage's earlier
+ * requests are at most fp32 per logits entry (the loss path: 4), fp32 per token and
+ * activation width (4 max(h, i/tp), a bound on any block tensor under SDPA) and one FSDP
+ * unit's reduce-scatter input (foreach_reduce's reduce_scatter_input, the unit's unsharded
+ * numel in the fp32 reduce_dtype: pp_merge_above, compared per point); a request of at most
+ * kLargeBuffer (20 MiB) may still find room in a 20 MiB segment cut for smaller ones. Under
+ * expandable_segments the free tail of the segment can take part of the request, how much
+ * is not derived: not counted there. torchtitan from e5ef99aa (2025-10-22) passes
+ * return_outputs=False: no merge (and no output_chunks; not a stack here). */
+static void pp_merge(const struct model_plan *p, const struct train_config *c, struct mem_prepared *mp)
+{
+    const uint64_t per_entry = mp->pp_out_tok * (uint64_t)mp->pp_out_n;
+    const uint64_t h = (uint64_t)p->spec.hidden, i = (uint64_t)p->inter_active / (uint64_t)c->tp;
+    const uint64_t width = h > i ? h : i, end = (uint64_t)(p->head_p ? p->head_p : p->embed_p);
+    const uint64_t unit = (uint64_t)p->layer_p > end ? (uint64_t)p->layer_p : end;
+    if (c->alloc != ALLOC_DEFAULT || per_entry <= 4 || per_entry * (uint64_t)mp->vocab <= 4 * width)
+        return;
+    mp->pp_merge_tok = per_entry;
+    const uint64_t unit_rs = 4 * unit / (uint64_t)c->tp;
+    mp->pp_merge_above = unit_rs > ALLOCSIM_LARGE_BUFFER ? unit_rs : ALLOCSIM_LARGE_BUFFER;
+}
+
 /* What a validation pass holds per token and vocab entry: its logits and their log_softmax
  * (2 e_a). litgpt's validate() (finetune/lora.py and full.py at 5895df10, lit-gpt 8641822
  * finetune/lora.py) runs `logits = model(input_ids)` through Fabric, which returns an fp32
@@ -456,6 +489,7 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
     if (c->method == METHOD_PP && c->stack == STACK_TORCHTITAN) {
         mp->pp_out_tok = ea;
         mp->pp_out_n = train_microbatches(c);
+        pp_merge(p, c, mp);
     }
 }
 

@@ -107,6 +107,12 @@ struct mem_prepared {
                                    output of every micro-batch, kept in output_chunks */
     uint64_t pp_igrad_last_tok; /* ... the last stage's input gradients of the micro-batches
                                    already backwarded, kept as the receive buffers' .grad */
+    uint64_t pp_merge_tok;   /* pp (torch pipelining, default allocator): the step's merged
+                                result of the last stage's outputs, per token of a micro-batch
+                                and vocab entry, where no earlier request of the step can have
+                                left a cached block that holds it (memmodel.c pp_merge); else 0 */
+    uint64_t pp_merge_above; /* ... it needs a new segment only when larger than this: the
+                                largest FSDP unit's reduce-scatter input on the last stage */
     uint64_t nccl;           /* device-level NCCL buffers */
     uint64_t paged;          /* optimizer states in managed memory (outside the allocator) */
     int32_t layers, tp;      /* layers, TP degree that divides the inner activations */
@@ -136,6 +142,8 @@ struct mem_estimate {
     uint64_t allocated, reserved, device;    /* the three peaks; device is what OOMs */
     uint64_t shown;                          /* reserved + what lies outside the allocator:
                                                 what nvidia-smi shows with memory to spare */
+    uint64_t step_end;                       /* of reserved: the segment the step adds after
+                                                its phases (the pipeline's merged result) */
     enum mem_phase peak_phase;               /* where the device peak is */
     /* `reserved` is what torch.cuda.max_memory_reserved reports when memory is plentiful;
      * `device` counts only what the allocator could not give back when memory runs short

@@ -214,6 +214,18 @@ static uint64_t phase_others(const struct mem_options *opt, const struct mem_pre
                      bytes_add(memmodel_round(x->cm[ph]), opt->ws_res));
 }
 
+/* The segment the pipeline's merged result adds to the step's reserved (memmodel.c
+ * pp_merge): none when a cached block of the largest FSDP unit could hold it. Allocated
+ * and held stay the phases': by then the last backward has resharded the stage. */
+static uint64_t merge_segment(const struct train_config *c, const struct mem_prepared *mp)
+{
+    if (!mp->pp_merge_tok)
+        return 0;
+    const uint64_t t = bytes_mul((uint64_t)c->micro_batch, (uint64_t)c->seq_len);
+    const uint64_t merged = bytes_mul(bytes_mul(t, (uint64_t)mp->vocab), mp->pp_merge_tok);
+    return merged > mp->pp_merge_above ? memmodel_round(merged) : 0;
+}
+
 void memmodel_eval(const struct model_plan *p, const struct train_config *c,
                    const struct mem_options *opt, const struct mem_prepared *mp,
                    struct mem_estimate *e)
@@ -256,6 +268,8 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         const uint64_t r = replay_reserved(p, c, opt, mp);
         e->reserved = r > e->reserved ? r : e->reserved;
     }
+    e->step_end = merge_segment(c, mp);
+    e->reserved = bytes_add(e->reserved, e->step_end);
     /* No more than the GPU holds is ever reserved: when cudaMalloc fails, the allocator
      * releases every wholly free cached segment and retries (CCA malloc:
      * release_cached_blocks), so stranded segments stop growing the reserved pool there

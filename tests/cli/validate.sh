@@ -69,6 +69,9 @@ awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < 
 # litgpt's mixed FSDP units (resident.c mixed_unit_grads: every Block's whole gradient under
 # no_sync, in place of the row-inferred full-init copy) took the median to 3.6 %, the grade A/B
 # median to 2.6 % (LGRT-18..20 +9.9/+16.5/+18.3 -> -1.2/+1.4/-2.1 %); bounds 3.7 and 2.7.
+# The pipeline's merged result at the step's end (memmodel.c pp_merge: torch.cat of the last
+# stage's outputs, larger than any earlier request, in a segment of its own) took TT-14/15
+# from -16.2/-10.1 to -5.5/+0.3 % and TT-13 to -16.7 %: 5 such rows, the bound now.
 # README "Validation" lists the numbers behind the bounds.
 ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-3.7}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
@@ -77,7 +80,7 @@ ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-3.7}
   > "$TMP/all.txt" || fail "median error over every measured row above $ALL_BOUND %"
 grep -Eq '^all +147 ' "$TMP/all.txt" || fail "147 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
 below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.txt")
-[ -n "$below" ] && [ "$below" -le 7 ] || fail "grade A/B rows more than 10 % below: $below (at most 7)"
+[ -n "$below" ] && [ "$below" -le 5 ] || fail "grade A/B rows more than 10 % below: $below (at most 5)"
 awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 2.7) bad = 1 } END { exit !(f && !bad) }' \
   "$TMP/all.txt" || fail "grade A/B median above 2.7 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
 grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6 %: $(grep '^SWB ' "$TMP/all.txt")"
