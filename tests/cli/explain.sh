@@ -128,6 +128,16 @@ done
 "$BIN" explain --measured "$M/public.csv" --id TTM-05 > "$TMP/m.txt"
 grep -q '^measured   22.445 GiB allocated (TTM-05, .*public.csv:[0-9]*); the model: [0-9.]* GiB allocated, -[0-9.]* %$' \
   "$TMP/m.txt" || fail "explain --measured prints no measured line: $(cat "$TMP/m.txt")"
+# a torchtitan pipeline's merged result: its own segment on top of the phases' reserved
+"$BIN" explain --measured "$M/public-2.csv" --id TT-13 --format json > "$TMP/tt13.json"
+python3 - "$TMP/tt13.json" <<'PY' || fail "TT-13's step-end segment is not reserved beyond its phases"
+import json, sys
+j = json.load(open(sys.argv[1]))
+phases = max(p["reserved_bytes"] for p in j["phases"])
+assert j["step_end_reserved_bytes"] > 0 and j["reserved_bytes"] == phases + j["step_end_reserved_bytes"], j
+PY
+"$BIN" explain --measured "$M/public-2.csv" --id TT-13 | grep -q '^step end   [0-9.]* GiB reserved after the phases' \
+  || fail "explain prints no step end line for TT-13"
 expect_exit 2 "$BIN" explain --measured "$M/public.csv"
 expect_err "--measured FILE and --id ID go together"
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id NO-SUCH-ROW
