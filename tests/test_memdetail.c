@@ -83,8 +83,9 @@ static void test_tiny_qlora_rows(void **state)
     assert_int_equal(memdetail_term_sum(&d, TERM_BASE), e.phase[PHASE_OPTIMIZER][TERM_BASE]);
 }
 
-/* Checkpointed activations at the forward's end: every block keeps its 16-bit input,
- * micro-batch 2 x 8 tokens x 64 x 2 bytes = 2048 a block. */
+/* Checkpointed activations at the forward's end: every block keeps its input, micro-batch
+ * 2 x 8 tokens x 64: in fp32 under HF's prepared k-bit base (activations.c act_fp32_norms),
+ * 4096 bytes a block; in bf16 when nothing prepared it (stack trl), 2048. */
 static void test_tiny_checkpoint_rows(void **state)
 {
     (void)state;
@@ -93,9 +94,20 @@ static void test_tiny_checkpoint_rows(void **state)
     tiny_detail(PHASE_FORWARD, &e, &d);
     const struct mem_detail_row *r = find_row(&d, TERM_ACTIVATIONS, "block inputs (checkpoints)");
     assert_non_null(r);
-    assert_int_equal(r->bytes, 2 * 2048);
+    assert_int_equal(r->bytes, 2 * 4096);
     assert_string_equal(r->shape, "2 x 8 x 64");
     assert_string_equal(r->count, "2 blocks");
+    struct model_plan p;
+    assert_int_equal(tiny_model_plan(&p), 0);
+    struct train_config c = tiny_config();
+    c.stack = STACK_TRL, c.features = stack_features(STACK_TRL);
+    struct mem_options o = {.base_bytes = 1 << 20};
+    memmodel_predict(&p, &c, &o, &e);
+    memdetail_build(&p, &c, &o, &e, PHASE_FORWARD, &d);
+    plan_free(&p);
+    r = find_row(&d, TERM_ACTIVATIONS, "block inputs (checkpoints)");
+    assert_non_null(r);
+    assert_int_equal(r->bytes, 2 * 2048);
 }
 
 /* --- every kind of configuration on catalog models ----------------------------------- */

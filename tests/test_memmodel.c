@@ -231,10 +231,16 @@ static void test_reserved_capacity(void **state)
 
 /* QLoRA r = 4 on q and v, bf16 compute, HF (adapters fp32):
  *   block Linears 73728 weights in NF4: 0.5 + 4/64 bytes each = 41472
- *   the rest (embedding, lm_head, norms) 202048 - 73728 = 128320 in bf16 = 256640
+ *   the rest (embedding, lm_head, norms) 202048 - 73728 = 128320: in fp32 under HF, whose
+ *   scripts run PEFT's prepare_model_for_kbit_training, 513280; in bf16 under TRL (>= 0.26
+ *   prepares nothing; 0.15 .. 0.25 cast the embedding and lm_head back under bf16), 256640
  *   adapters per block: q 4 x (64 + 64) = 512, v 4 x (64 + 32) = 384 -> 896; two blocks 1792
- *   trained in fp32: 7168.  Weights: 41472 + 256640 + 7168 = 305280.
- *   AdamW states 8 bytes per adapter weight: 14336; gradients 4 bytes: 7168. */
+ *   trained in fp32: 7168.  Weights: 41472 + 513280 + 7168 = 561920 (305280 under TRL).
+ *   AdamW states 8 bytes per adapter weight: 14336; gradients 4 bytes: 7168.
+ * At the loss (16 tokens, no checkpointing), over TRL >= 0.26, which prepares nothing:
+ *   fp32 norms (HF, TRL 0.15 .. 0.25): gate, act(gate) and up in fp32, 3 x 128 x 2 more
+ *   bytes a token and block, 2 x 16 x 768 = 24576;
+ *   an fp32 lm_head (HF only): autocast's bf16 copy its matmul saves, 1000 x 64 x 2 = 128000. */
 static void test_qlora_weights(void **state)
 {
     (void)state;
@@ -242,8 +248,18 @@ static void test_qlora_weights(void **state)
     c.precision = PREC_BF16;
     struct mem_estimate e;
     tiny_predict(&plan, &c, &e);
-    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 305280);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 561920);
     assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_GRADS], 7168);
+    const uint64_t want[3] = {24576 + 128000, 128000, 128000}; /* trl, trl-0.22, trl-0.15 */
+    for (enum stack s = STACK_TRL; s <= STACK_TRL_015; s++) {
+        struct train_config t = qlora_config(s);
+        t.precision = PREC_BF16;
+        struct mem_estimate te;
+        tiny_predict(&plan, &t, &te);
+        assert_int_equal(te.phase[PHASE_OPTIMIZER][TERM_PARAMS], 305280);
+        assert_int_equal(e.phase[PHASE_LOSS][TERM_ACTIVATIONS] - te.phase[PHASE_LOSS][TERM_ACTIVATIONS],
+                         want[s - STACK_TRL]);
+    }
     /* HF Trainer's fused AdamW (torch >= 2.8) updates in place; foreach (hf-4.49) adds one
      * sqrt(exp_avg_sq) temporary per trained weight */
     assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 14336);
@@ -256,7 +272,7 @@ static void test_qlora_weights(void **state)
      * 73728 x (0.5 + 1/64 + 4/16384) = 36864 + 1152 + 18 = 38034 */
     c.quant = QUANT_NF4_DQ;
     tiny_predict(&plan, &c, &e);
-    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 38034 + 256640 + 7168);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 38034 + 513280 + 7168);
 }
 
 /* Paged optimizer states live in managed memory: not allocated, but on the device. */

@@ -60,6 +60,11 @@ static const char *apply_features(const char *list, struct train_config *c)
         /* PEFT 0.7 (update_layer: self.to(weight.device, dtype=weight.dtype)) keeps the
          * adapters in the base dtype; PEFT's later autocast_adapter_dtype upcasts them */
         {"adapter-bf16", 0, FEAT_ADAPTER_FP32, NULL},
+        /* how the script prepared its k-bit base (train.h FEAT_KBIT_PREP, FEAT_KBIT_TRL):
+         * PEFT's prepare_model_for_kbit_training, or nothing (TRL >= 0.26, a script that
+         * skips it) */
+        {"kbit-prep", FEAT_KBIT_PREP, FEAT_KBIT_TRL, NULL},
+        {"no-kbit-prep", 0, FEAT_KBIT_PREP | FEAT_KBIT_TRL, NULL},
         {"act-offload", 0, 0, "activation offloading to CPU is not modelled"},
         {"selective-ac", 0, 0, "selective (per-op) activation checkpointing is not modelled"},
         /* --precision fp8 rows (datasets/measured/README.md): torchao's float8 all-gather

@@ -307,6 +307,23 @@ bool act_eager_attn(const struct model_spec *m, const struct train_config *c)
            (m->attn_softcap && (c->features & FEAT_SOFTCAP_EAGER));
 }
 
+/* Whether a prepared k-bit base (train_kbit_norms_fp32) runs its blocks on fp32 normed
+ * inputs under autocast. transformers' LlamaRMSNorm.forward returns `self.weight *
+ * hidden_states.to(input_dtype)` (models/llama/modeling_llama.py @00227283): an fp32 weight
+ * promotes the output to fp32 (mul is not an autocast op). bitsandbytes' Linear4bit.forward
+ * computes in compute_dtype and returns `.to(inp_dtype)` (bitsandbytes/nn/modules.py at
+ * 0.43.1 4a6fb352 :123-130, 0.45.0 64d382da :113-119, 0.50.1 37d2a938 :123-134): gate and up
+ * come back in fp32, and so do act(gate), their product and down's output, which turns the
+ * residual stream fp32 from the first block's MLP on; q, k and v come back fp32 too, but
+ * autocast casts them to 16 bit for SDPA, which saves the casts. Under fp32 norms a
+ * LayerNorm's output is fp32 as well (and layer_norm is on autocast's fp32 list anyway).
+ * LLM.int8 layers are left as they are (their output dtype is not derived here). */
+static bool act_fp32_norms(const struct train_config *c)
+{
+    return train_kbit_norms_fp32(c) && train_mixed(c) &&
+           (c->quant == QUANT_NF4 || c->quant == QUANT_NF4_DQ);
+}
+
 /* Saved activations of one block per token (bytes), without checkpointing. Each count is
  * a tensor autograd saves for backward in the HF modelling code:
  *  - RMSNorm saves its fp32 upcast input (4h); LayerNorm its input (e_r h); a trained norm
@@ -328,7 +345,9 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
      * under FSDP2's MixedPrecisionPolicy that is the gathered param_dtype copy */
     const bool fp32_weights = train_mixed(c) && !(c->features & FEAT_FSDP_MP) && !train_master_in_optimizer(c) &&
                               (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));
-    const uint64_t er = (c->precision == PREC_FP32 || fp32_weights) ? 4 : 2;
+    const bool kbit = act_fp32_norms(c);
+    const uint64_t er = (c->precision == PREC_FP32 || fp32_weights || kbit) ? 4 : 2;
+    const uint64_t em = kbit ? 4 : ea;
     const uint64_t h = (uint64_t)m->hidden, i = (uint64_t)p->inter_active;
     const uint64_t q = (uint64_t)(m->heads * m->head_dim), kv = (uint64_t)(m->kv_heads * m->head_dim);
     /* the value and attention-output widths: the head width, or DeepSeek's v_head_dim */
@@ -371,11 +390,11 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
         }
     }
     attn += qk_norm_tok(m, ea, trained) / tp + latent_tok(m, ea, trained) + litgpt_qkv_hold(m, c, ea);
-    uint64_t mlp = (m->mlp == MLP_GATED ? (compiled ? 2 : 3) : 1) * ea * i / tp + moe_tok(p, ea);
+    uint64_t mlp = (m->mlp == MLP_GATED ? (compiled ? 2 : 3) : 1) * em * i / tp + moe_tok(p, ea);
     uint64_t lora = c->finetune != FT_FULL ? lora_tok(p, c, ea) : 0;
     uint64_t norms = (uint64_t)(m->norms_per_layer > 2 ? 2 : m->norms_per_layer) * norm +
                      (uint64_t)(m->norms_per_layer > 2 ? m->norms_per_layer - 2 : 0) * 4 * h;
-    *a = (struct mem_act_tok){.ea = ea, .er = er, .norm = norm, .norms = norms, .lin_in = lin_in,
+    *a = (struct mem_act_tok){.ea = ea, .er = er, .em = em, .norm = norm, .norms = norms, .lin_in = lin_in,
                               .attn = attn, .attn_s = attn_s, .mlp = mlp, .lora = lora,
                               .kv_rep = kv_rep, .kv_rep_on = kv_rep_on};
 }

@@ -28,7 +28,7 @@
                    "PR #124250): one workspace per handle, forward and autograd threads"
 #define SRC_WEIGHT "HF modelling code (engine/model/tensors.c builds the list); fp32 under " \
                    "mixed precision (torch.amp keeps the parameters fp32)"
-#define SRC_FROZEN "frozen base in the compute dtype (fp32 with litgpt's bf16-mixed)"
+#define SRC_FROZEN "frozen base in the compute dtype (fp32 with litgpt's bf16-mixed, and beside a k-bit base prepared by peft prepare_model_for_kbit_training)"
 #define SRC_QUANT "bitsandbytes functional.quantize_4bit: 4 bits + fp32 absmax per 64 weights " \
                   "(double quant: 8-bit absmax + fp32 per 256 blocks); LLM.int8: int8"
 #define SRC_INT8_SCALE "bitsandbytes Int8Params (LLM.int8): one fp32 scale per row"
@@ -76,6 +76,8 @@
 #define SRC_RECOMPUTE "torch.utils.checkpoint: backward reruns one block's forward"
 #define SRC_BWD_WS "one block's backward: the output gradient and the MLP's input gradients"
 #define SRC_TAIL "final norm's saved input and the lm_head input"
+#define SRC_KBIT "peft utils/other.py prepare_model_for_kbit_training: the lm_head in fp32; its " \
+                 "matmul under autocast keeps the 16-bit cast (torch autocast_mode.h cached_cast)"
 #define SRC_PP_RECV "torch distributed/pipelining/stage.py PipelineStage._prepare_forward_infra and " \
                     "_create_grad_recv_info: one buffer per micro-batch, kept across steps (01386103)"
 #define SRC_PP_OUT "torch distributed/pipelining/stage.py forward_one_chunk: the last stage appends each " \
@@ -440,7 +442,7 @@ struct fixed {
     bool grads_whole;          /* FSDP no_sync: the whole model's gradients */
     uint64_t opt, tmp;
     uint64_t root_hold, root_end; /* FSDP1's root gradient (resident.c root_grads) */
-    uint64_t amp, amp_one_block, dequant, dequant_head;
+    uint64_t amp, amp_one_block, dequant, dequant_head, amp_head;
     uint64_t gather, bucket;
     bool gather_bwd;
 };
@@ -465,6 +467,7 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
         f->amp_one_block = ph == PHASE_BWD_FIRST ? r->amp_one : 0;
         f->dequant = ph == PHASE_FORWARD || ph == PHASE_BWD_FIRST || ph == PHASE_BWD_LAST ? r->dequant : 0;
         f->dequant_head = ph == PHASE_LOSS ? r->dequant_head : 0;
+        f->amp_head = ph == PHASE_LOSS ? r->amp_head : 0;
         return;
     }
     const bool fsdp_acc = (c->features & FEAT_FSDP) && c->dp > 1 &&
@@ -519,6 +522,7 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
     f->dequant = ph == PHASE_LOSS || ph == PHASE_OPTIMIZER || (ph == PHASE_FORWARD && head_fwd) ? 0 : r->dequant;
     f->dequant_head = (ph == PHASE_LOSS && !train_fabric_loop(c)) || ph == PHASE_EVAL ||
                       (ph == PHASE_FORWARD && head_fwd) ? r->dequant_head : 0;
+    f->amp_head = ph == PHASE_LOSS ? r->amp_head : 0;
 }
 
 static void base_rows(struct build *b, const struct ctx *x)
@@ -583,6 +587,7 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
     const char *dq = cast ? "fp16+bf16" : "bf16";
     row_bytes(b, TERM_ACTIVATIONS, "dequantized block Linear (the largest)", dq, f->dequant, SRC_DEQUANT);
     row_bytes(b, TERM_ACTIVATIONS, "dequantized lm_head", dq, f->dequant_head, SRC_DEQUANT);
+    row_bytes(b, TERM_ACTIVATIONS, "autocast 16-bit copy of the fp32 lm_head", "bf16", f->amp_head, SRC_KBIT);
     row_bytes(b, TERM_COMM, f->gather_bwd ? "gathered units in backward" : "gathered units",
               float8_allgather(c) ? "e4m3+bf16" : "bf16",
               f->gather, SRC_GATHER);

@@ -138,7 +138,8 @@ static void pp_phases(const struct model_plan *p, const struct train_config *c,
     const bool fsdp = c->stack == STACK_TORCHTITAN;
     set_phase(mp, PHASE_FORWARD, f.w, fsdp ? f.acc : f.g, f.o, f.amp_all + f.dequant, f.gather_fwd + f.bucket);
     set_phase(mp, PHASE_BWD_FIRST, f.w, fsdp ? f.acc : f.g, f.o, f.amp_one + f.dequant, f.gather_bwd + f.bucket);
-    set_phase(mp, PHASE_LOSS, l.w, fsdp ? l.acc : l.g, l.o, l.amp_all + l.dequant_head, l.gather_fwd + l.bucket);
+    set_phase(mp, PHASE_LOSS, l.w, fsdp ? l.acc : l.g, l.o, l.amp_all + l.dequant_head + l.amp_head,
+              l.gather_fwd + l.bucket);
     set_phase(mp, PHASE_BWD_LAST, l.w, fsdp ? l.acc : l.g, l.o, l.amp_all + l.dequant, l.gather_bwd + l.bucket);
     const struct resident *big = f.w + f.g + f.o + f.tmp > l.w + l.g + l.o + l.tmp ? &f : &l;
     set_phase(mp, PHASE_OPTIMIZER, big->w, big->g, big->o + big->tmp, 0, big->bucket);
@@ -185,8 +186,8 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     const bool head_fwd = memmodel_head_in_forward(c, r.dequant, r.dequant_head);
     set_phase(mp, PHASE_FORWARD, r.w, held_grad, r.o, amp_fwd + (head_fwd ? r.dequant_head : r.dequant),
               r.gather_fwd + r.bucket);
-    set_phase(mp, PHASE_LOSS, r.w, held_grad, r.o, amp_fwd + (train_fabric_loop(c) ? 0 : r.dequant_head),
-              r.gather_fwd + r.bucket);
+    set_phase(mp, PHASE_LOSS, r.w, held_grad, r.o,
+              amp_fwd + (train_fabric_loop(c) ? 0 : r.dequant_head) + r.amp_head, r.gather_fwd + r.bucket);
     /* FSDP1 (root_grads): the lm_head's gradient piece is held through backward, beside the
      * accumulated gradients (without accumulation it is head_grad itself at the last block) */
     const uint64_t last_grad = acc_grad ? head_grad + r.root_hold : head_grad;
@@ -268,7 +269,7 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
     *out = (struct mem_resident){
         .trained = r.trained, .frozen = r.frozen, .w = r.w, .g = r.g, .o = r.o, .tmp = r.tmp,
         .amp_all = r.amp_all, .amp_one = r.amp_one, .dequant = r.dequant,
-        .dequant_head = r.dequant_head, .gather_fwd = r.gather_fwd, .gather_bwd = r.gather_bwd,
+        .dequant_head = r.dequant_head, .amp_head = r.amp_head, .gather_fwd = r.gather_fwd, .gather_bwd = r.gather_bwd,
         .bucket = r.bucket, .paged = r.paged, .host = r.host, .acc = r.acc,
         .root_hold = r.root_hold, .root_end = r.root_end, .root_gather = r.root_gather,
         .g_frozen = r.g_frozen,
@@ -372,7 +373,7 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     mp->ckpt_tok = c->ckpt_selective ? act_sac_tok(p, c, ea, er) : er * h / sp;
     /* final norm and the lm_head input (gathered: ColwiseParallel(input_layouts=Shard(1))) */
     mp->tail_tok = norm + ea * h;
-    mp->bwd_tok = er * h / sp + 2 * ea * i / tp;
+    mp->bwd_tok = er * h / sp + 2 * a.em * i / tp;
     /* --precision fp8: backward's float8 casts of the largest GEMM (gate/up, i wide): the
      * e5m2 gradient of its output (cast_output_to_float8_in_bw; rowwise: its dim0 and dim1
      * casts) and the transposed e4m3 operand of the weight gradient, 1 byte an element

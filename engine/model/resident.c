@@ -54,7 +54,10 @@ double memmodel_frozen_elem_bytes(const struct train_config *c, bool quantized)
             break;
         }
     }
-    return (c->precision == PREC_FP32 || (train_mixed(c) && (c->features & FEAT_FP32_BASE))) ? 4.0 : 2.0;
+    /* a prepared k-bit base keeps its embedding and lm_head in fp32 (train_kbit_ends_fp32;
+     * its norms too, a few bytes left out) */
+    return (c->precision == PREC_FP32 || (train_mixed(c) && (c->features & FEAT_FP32_BASE)) ||
+            train_kbit_ends_fp32(c)) ? 4.0 : 2.0;
 }
 
 /* Bytes per weight element while a quantized Linear computes: bitsandbytes' MatMul4Bit
@@ -385,6 +388,14 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
             const uint64_t db = dequant_bytes(c, gb);
             r->dequant = (uint64_t)((double)p->max_linear_w / tpdiv) * db;
             r->dequant_head = qhead ? (uint64_t)head * db : 0;
+            /* an fp32 lm_head of a prepared k-bit base (train_kbit_ends_fp32) under autocast:
+             * F.linear runs in 16 bit on a cast of the weight, which autograd saves for the
+             * input's gradient until the lm_head's backward (autocast caches casts of leaf
+             * tensors that require grad only, torch autocast_mode.h cached_cast, so a frozen
+             * weight's cast is the mm's own); a tied head is the embedding itself */
+            if (!qhead && train_mixed(c) && memmodel_frozen_elem_bytes(c, false) == 4.0 &&
+                !(c->features & FEAT_FSDP_MP))
+                r->amp_head = (uint64_t)((p->head_p ? head : (double)p->embed_p / tpdiv) * 2.0);
         }
     }
     if (ds) {

@@ -64,6 +64,33 @@ static bool hf_fused_adamw(enum stack s)
     return s == STACK_HF || s == STACK_TRL || s == STACK_TRL_022;
 }
 
+/* How a stack prepares a k-bit base. HF Trainer leaves it to the script, and PEFT's QLoRA
+ * guide has every script call prepare_model_for_kbit_training ("Next, you should call the
+ * prepare_model_for_kbit_training() function", docs/source/developer_guides/quantization.md
+ * at 5d602fdb). TRL's SFTTrainer prepares it itself from 0.15 to 0.25 (FEAT_KBIT_TRL cites
+ * it); from 0.26 (sft_trainer.py at v0.26.0 84794a7d :700-712) it calls get_peft_model
+ * alone, so `trl` (>= 1.6) prepares nothing; `trl-0.15` stands for 0.15 .. 0.21 and
+ * 0.23 .. 0.25 here, rows of 0.26 .. 1.5 say no-kbit-prep. */
+static uint64_t kbit_preparation(enum stack s)
+{
+    switch (s) {
+    case STACK_TRL:
+        return 0;
+    case STACK_TRL_022:
+    case STACK_TRL_015:
+        return FEAT_KBIT_TRL;
+    default:
+        return FEAT_KBIT_PREP;
+    }
+}
+
+bool train_kbit_prepared(const struct train_config *c)
+{
+    const bool bnb = c->quant != QUANT_NONE && !(c->features & FEAT_TORCHAO_NF4);
+    return bnb && c->finetune != FT_FULL && (c->features & (FEAT_KBIT_PREP | FEAT_KBIT_TRL)) &&
+           c->method != METHOD_ADP && c->method != METHOD_OFFLOAD;
+}
+
 bool stack_hf_trainer(enum stack s)
 {
     return s == STACK_HF || s == STACK_HF_449 || s == STACK_HF_446 || s == STACK_HF_431 ||
@@ -78,7 +105,7 @@ uint64_t stack_features(enum stack s)
                                 4.31 .. 4.45 (Jul 2023 .. Sep 2024) ran mostly with the
                                 bitsandbytes of before 0.43.2 (Jul 2024) */
         return FEAT_ADAPTER_FP32 | FEAT_FSDP | FEAT_FSDP_FLAT | (s == STACK_HF_431 ? FEAT_BNB_INPUT_KEPT : 0) |
-               (hf_fused_adamw(s) ? FEAT_FUSED_OPT : 0);
+               (hf_fused_adamw(s) ? FEAT_FUSED_OPT : 0) | kbit_preparation(s);
     switch (s) {
     case STACK_LITGPT:    /* chunked lm_head + CE, separate lm_head, full-logit validation,
                              lora_dropout 0.05 in every config_hub LoRA recipe, fused qkv;

@@ -145,6 +145,16 @@ bool stack_hf_trainer(enum stack s);
  * `ctx.tensors = (A, B)` (bitsandbytes/autograd/_functions.py at 0.43.1 :516); 9e753741
  * (#1270, 0.43.2) made it (None, B) (activations.c bnb_keeps_input) */
 #define FEAT_BNB_INPUT_KEPT (UINT64_C(1) << 35)
+/* PEFT's prepare_model_for_kbit_training (peft src/peft/utils/other.py, "cast all non INT8
+ * parameters to fp32", the same from v0.4.0 0769587a to 5d602fdb): every parameter of a
+ * k-bit base that is not a quantized weight in fp32, the norms, the embedding and the
+ * lm_head (train_kbit_norms_fp32, train_kbit_ends_fp32) */
+#define FEAT_KBIT_PREP (UINT64_C(1) << 36)
+/* TRL's PEFT preparation of a k-bit model (sft_trainer.py at v0.15.0 :298-330, then
+ * models/utils.py prepare_peft_model at v0.22.0 :513-561): PEFT's prepare_model_for_kbit_training
+ * (TRL's own from v0.25, norms only), then, under bf16, peft_module_casting_to_bf16 casts
+ * the embedding and lm_head back to bf16; the norms stay fp32. TRL 0.26 on prepares nothing */
+#define FEAT_KBIT_TRL (UINT64_C(1) << 37)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))
@@ -196,6 +206,24 @@ static inline bool train_fabric_loop(const struct train_config *c)
 static inline bool train_mixed(const struct train_config *c)
 {
     return c->precision == PREC_FP16 || c->precision == PREC_BF16 || c->precision == PREC_FP8;
+}
+/* A k-bit base prepared for training (FEAT_KBIT_PREP, FEAT_KBIT_TRL): bitsandbytes-quantized
+ * block Linears under LoRA, on a model each rank loads whole. TRL leaves a sharded QLoRA
+ * alone (is_sharded_qlora: the 4-bit weights on cpu or meta when FSDP or ZeRO-3 loads them),
+ * and PEFT's FSDP and ZeRO-3 QLoRA recipes run through it (docs/source/accelerate), so
+ * method adp and offload are left out. */
+bool train_kbit_prepared(const struct train_config *c);
+/* ... whose norm weights are fp32 (both preparations) */
+static inline bool train_kbit_norms_fp32(const struct train_config *c)
+{
+    return train_kbit_prepared(c);
+}
+/* ... whose embedding and lm_head are fp32 too: PEFT's preparation, or TRL's when not under
+ * bf16 (peft_module_casting_to_bf16 runs only with args.bf16) */
+static inline bool train_kbit_ends_fp32(const struct train_config *c)
+{
+    return train_kbit_prepared(c) &&
+           ((c->features & FEAT_KBIT_PREP) || c->precision != PREC_BF16);
 }
 /* Methods whose module lives in 16 bit, its fp32 master copy in the optimizer (DeepSpeed
  * ZeRO-1/2/3 and Megatron's distributed optimizer), as opposed to torch AMP's (or FSDP's
