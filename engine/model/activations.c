@@ -129,7 +129,8 @@ uint64_t act_bnb_held_tok(const struct model_plan *p, const struct train_config 
  * (a fused qkv) share one adapter input. */
 static uint64_t lora_tok(const struct model_plan *p, const struct train_config *c, uint64_t ea)
 {
-    const bool cast_input = (c->features & FEAT_ADAPTER_FP32) && c->precision != PREC_FP32;
+    const bool cast_input = (c->features & FEAT_ADAPTER_FP32) && !train_adapters_bf16(c) &&
+                            c->precision != PREC_FP32;
     const bool fused_qkv = p->spec.fused_qkv || (c->features & FEAT_FUSED_QKV);
     const uint32_t targets = plan_lora_targets(p, c);
     uint64_t bytes = 0;

@@ -16,6 +16,8 @@
  * keeps the parameters fp32) and for PEFT adapters upcast by autocast_adapter_dtype. */
 uint64_t memmodel_trained_bytes(const struct train_config *c)
 {
+    if (train_adapters_bf16(c))
+        return 2;
     if (c->precision != PREC_BF16_PURE)
         return 4;
     return (c->finetune != FT_FULL && (c->features & FEAT_ADAPTER_FP32)) ? 4 : 2;

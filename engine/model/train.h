@@ -155,6 +155,11 @@ bool stack_hf_trainer(enum stack s);
  * (TRL's own from v0.25, norms only), then, under bf16, peft_module_casting_to_bf16 casts
  * the embedding and lm_head back to bf16; the norms stay fp32. TRL 0.26 on prepares nothing */
 #define FEAT_KBIT_TRL (UINT64_C(1) << 37)
+/* TRL from 0.26 casts a k-bit model's trainable parameters to bf16 after get_peft_model
+ * ("the PEFT adapter weights are converted to bf16 to follow the recommendations from the
+ * original paper", sft_trainer.py at v0.26.0 84794a7d :705-712, the same at v1.6.0):
+ * train_adapters_bf16 */
+#define FEAT_KBIT_BF16_ADAPTERS (UINT64_C(1) << 38)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))
@@ -213,6 +218,12 @@ static inline bool train_mixed(const struct train_config *c)
  * and PEFT's FSDP and ZeRO-3 QLoRA recipes run through it (docs/source/accelerate), so
  * method adp and offload are left out. */
 bool train_kbit_prepared(const struct train_config *c);
+/* Whether LoRA adapters on a k-bit base are bf16 (FEAT_KBIT_BF16_ADAPTERS), their
+ * gradients and AdamW states too (zeros_like the parameter). */
+static inline bool train_adapters_bf16(const struct train_config *c)
+{
+    return (c->features & FEAT_KBIT_BF16_ADAPTERS) && c->finetune != FT_FULL && c->quant != QUANT_NONE;
+}
 /* ... whose norm weights are fp32 (both preparations) */
 static inline bool train_kbit_norms_fp32(const struct train_config *c)
 {
