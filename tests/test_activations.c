@@ -90,6 +90,38 @@ static void test_softcap_attention(void **state)
     plan_free(&cap);
 }
 
+/* 4-bit blocks on fp32 normed inputs under autocast (activations.c act_fp32_norms): QLoRA
+ * on q and v, bf16 mixed. bitsandbytes' Linear4bit returns .to(inp_dtype), so under an fp32
+ * norm gate, act(gate) and up are saved in fp32: 3 x 4 x 128 = 1536 a token and block
+ * (768 in bf16), the residual stream (e_r) is fp32, and backward's MLP input gradients are
+ * 2 x 4 x 128. The fp32 norm is PEFT's prepare_model_for_kbit_training (the hf default), or
+ * any LayerNorm under autocast (layer_norm is on its float32 list), prepared or not; TRL
+ * >= 0.26 (stack trl) leaves an RMSNorm model in bf16. */
+static void test_kbit_fp32_norms(void **state)
+{
+    (void)state;
+    struct train_config c = tiny_base_config();
+    c.finetune = FT_QLORA, c.quant = QUANT_NF4, c.lora_r = 4, c.precision = PREC_BF16;
+    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
+    c.features = stack_features(STACK_HF);
+    struct mem_act_tok a;
+    act_block_tok(&plan, &c, &a);
+    assert_true(a.mlp == 1536 && a.er == 4 && a.em == 4);
+    c.stack = STACK_TRL, c.features = stack_features(STACK_TRL);
+    act_block_tok(&plan, &c, &a);
+    assert_true(a.mlp == 768 && a.er == 2 && a.em == 2);
+    struct model_plan ln;
+    struct model_spec m = plan.spec;
+    m.norm = NORM_LAYERNORM;
+    assert_int_equal(plan_init(&ln, &m), 0);
+    act_block_tok(&ln, &c, &a);
+    assert_true(a.mlp == 1536 && a.er == 4);
+    c.precision = PREC_BF16_PURE; /* no autocast: the LayerNorm's output keeps its dtype */
+    act_block_tok(&ln, &c, &a);
+    assert_true(a.mlp == 768 && a.er == 2);
+    plan_free(&ln);
+}
+
 /* Grouped-query attention: q 64 (4 heads), K and V 32 each (2 KV heads). litgpt,
  * torchtune and torchtitan repeat K and V to the query heads before SDPA, which saves the
  * copies: + 2 x ((64 - 32) + (64 - 32)) = 128 per block and token, over 2 blocks and 16
@@ -287,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_eager_attention),
         cmocka_unit_test(test_softcap_attention),
         cmocka_unit_test(test_kv_repeat),
+        cmocka_unit_test(test_kbit_fp32_norms),
         cmocka_unit_test(test_lora_linear_inputs),
         cmocka_unit_test(test_bnb_held),
         cmocka_unit_test(test_sequence_parallel),

@@ -316,13 +316,16 @@ bool act_eager_attn(const struct model_spec *m, const struct train_config *c)
  * 0.43.1 4a6fb352 :123-130, 0.45.0 64d382da :113-119, 0.50.1 37d2a938 :123-134): gate and up
  * come back in fp32, and so do act(gate), their product and down's output, which turns the
  * residual stream fp32 from the first block's MLP on; q, k and v come back fp32 too, but
- * autocast casts them to 16 bit for SDPA, which saves the casts. Under fp32 norms a
- * LayerNorm's output is fp32 as well (and layer_norm is on autocast's fp32 list anyway).
- * LLM.int8 layers are left as they are (their output dtype is not derived here). */
-static bool act_fp32_norms(const struct train_config *c)
+ * autocast casts them to 16 bit for SDPA, which saves the casts. A LayerNorm's output is
+ * fp32 under autocast whatever its weight (layer_norm is on CUDA autocast's float32 list,
+ * PyTorch's "Automatic Mixed Precision" op reference), so HF's LayerNorm models (GPT-2,
+ * Phi, Falcon, GPT-NeoX) run their 4-bit blocks the same way prepared or not. LLM.int8
+ * layers are left as they are (their output dtype is not derived here). */
+static bool act_fp32_norms(const struct model_spec *m, const struct train_config *c)
 {
-    return train_kbit_norms_fp32(c) && train_mixed(c) &&
-           (c->quant == QUANT_NF4 || c->quant == QUANT_NF4_DQ);
+    const bool fp32_norm = train_kbit_norms_fp32(c) ||
+                           (stack_hf_trainer(c->stack) && m->norm == NORM_LAYERNORM && c->finetune != FT_FULL);
+    return fp32_norm && train_mixed(c) && (c->quant == QUANT_NF4 || c->quant == QUANT_NF4_DQ);
 }
 
 /* Saved activations of one block per token (bytes), without checkpointing. Each count is
@@ -346,7 +349,7 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
      * under FSDP2's MixedPrecisionPolicy that is the gathered param_dtype copy */
     const bool fp32_weights = train_mixed(c) && !(c->features & FEAT_FSDP_MP) && !train_master_in_optimizer(c) &&
                               (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));
-    const bool kbit = act_fp32_norms(c);
+    const bool kbit = act_fp32_norms(m, c);
     const uint64_t er = (c->precision == PREC_FP32 || fp32_weights || kbit) ? 4 : 2;
     const uint64_t em = kbit ? 4 : ea;
     const uint64_t h = (uint64_t)m->hidden, i = (uint64_t)p->inter_active;
