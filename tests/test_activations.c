@@ -122,6 +122,31 @@ static void test_kbit_fp32_norms(void **state)
     plan_free(&ln);
 }
 
+/* lora_A's input under PEFT (activations.c lora_own_input), LoRA r 4 on q and v of the tiny
+ * model, no dropout, per token and block: the r-wide lora_A outputs 2 x 4 x 2 = 16, and
+ *   bf16 mixed, fp32 adapters: each module's autocast cast of its fp32 copy, 2 x (2 x 64) = 256;
+ *   bf16-pure, fp32 adapters: each module keeps its fp32 copy, 2 x (4 x 64) = 512;
+ *   4-bit base under autocast, not prepared: PEFT's bnb layer does not cast, lora_A reads the
+ *   16-bit normed input itself, shared by q and v: 2 x 64 = 128. */
+static void test_lora_input_casts(void **state)
+{
+    (void)state;
+    struct train_config c = tiny_base_config();
+    c.finetune = FT_LORA, c.lora_r = 4, c.precision = PREC_BF16;
+    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
+    c.features = stack_features(STACK_HF);
+    struct mem_act_tok a;
+    act_block_tok(&plan, &c, &a);
+    assert_int_equal(a.lora, 16 + 256);
+    c.precision = PREC_BF16_PURE;
+    act_block_tok(&plan, &c, &a);
+    assert_int_equal(a.lora, 16 + 512);
+    c.precision = PREC_BF16, c.finetune = FT_QLORA, c.quant = QUANT_NF4;
+    c.features &= ~(FEAT_KBIT_PREP | FEAT_KBIT_TRL);
+    act_block_tok(&plan, &c, &a);
+    assert_int_equal(a.lora, 16 + 128);
+}
+
 /* Grouped-query attention: q 64 (4 heads), K and V 32 each (2 KV heads). litgpt,
  * torchtune and torchtitan repeat K and V to the query heads before SDPA, which saves the
  * copies: + 2 x ((64 - 32) + (64 - 32)) = 128 per block and token, over 2 blocks and 16
@@ -320,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_softcap_attention),
         cmocka_unit_test(test_kv_repeat),
         cmocka_unit_test(test_kbit_fp32_norms),
+        cmocka_unit_test(test_lora_input_casts),
         cmocka_unit_test(test_lora_linear_inputs),
         cmocka_unit_test(test_bnb_held),
         cmocka_unit_test(test_sequence_parallel),

@@ -122,15 +122,54 @@ uint64_t act_bnb_held_tok(const struct model_plan *p, const struct train_config 
     return ea * (block * (uint64_t)m->layers - h + ((c->features & FEAT_QUANT_HEAD) ? h : 0));
 }
 
+/* Whether a prepared k-bit base (train_kbit_norms_fp32) runs its blocks on fp32 normed
+ * inputs under autocast. transformers' LlamaRMSNorm.forward returns `self.weight *
+ * hidden_states.to(input_dtype)` (models/llama/modeling_llama.py @00227283): an fp32 weight
+ * promotes the output to fp32 (mul is not an autocast op). bitsandbytes' Linear4bit.forward
+ * computes in compute_dtype and returns `.to(inp_dtype)` (bitsandbytes/nn/modules.py at
+ * 0.43.1 4a6fb352 :123-130, 0.45.0 64d382da :113-119, 0.50.1 37d2a938 :123-134): gate and up
+ * come back in fp32, and so do act(gate), their product and down's output, which turns the
+ * residual stream fp32 from the first block's MLP on; q, k and v come back fp32 too, but
+ * autocast casts them to 16 bit for SDPA, which saves the casts. A LayerNorm's output is
+ * fp32 under autocast whatever its weight (layer_norm is on CUDA autocast's float32 list,
+ * PyTorch's "Automatic Mixed Precision" op reference), so HF's LayerNorm models (GPT-2,
+ * Phi, Falcon, GPT-NeoX) run their 4-bit blocks the same way prepared or not. LLM.int8
+ * layers are left as they are (their output dtype is not derived here). */
+static bool act_fp32_norms(const struct model_spec *m, const struct train_config *c)
+{
+    const bool fp32_norm = train_kbit_norms_fp32(c) ||
+                           (stack_hf_trainer(c->stack) && m->norm == NORM_LAYERNORM && c->finetune != FT_FULL);
+    return fp32_norm && train_mixed(c) && (c->quant == QUANT_NF4 || c->quant == QUANT_NF4_DQ);
+}
+
+/* The bytes an element of the input copy each adapted module's lora_A keeps of its own, or
+ * 0 when it reads the module's input itself. PEFT's LoRA Linear casts its input to the
+ * adapter dtype, `x = self._cast_input_dtype(x, lora_A.weight.dtype)` (tuners/lora/layer.py
+ * at 5d602fdb); its bitsandbytes layers only when autocast is off (tuners/lora/bnb.py
+ * Linear8bitLt / Linear4bit.forward, `requires_conversion = not torch.is_autocast_enabled()`,
+ * the same from v0.7.0 2665f80a to 5d602fdb). Under autocast lora_A runs on autocast's 16-bit
+ * cast of what it gets, a copy of its own unless that is 16-bit already (an fp32 cast of the
+ * input, or the fp32 normed input of act_fp32_norms); without autocast it keeps the input's
+ * cast to fp32 adapters. */
+static uint64_t lora_own_input(const struct model_spec *m, const struct train_config *c, uint64_t ea)
+{
+    if (c->precision == PREC_FP32)
+        return 0;
+    const bool fp32_adapters = (c->features & FEAT_ADAPTER_FP32) && !train_adapters_bf16(c);
+    if (!train_mixed(c))
+        return fp32_adapters ? 4 : 0;
+    const bool bnb = c->quant != QUANT_NONE && !(c->features & FEAT_TORCHAO_NF4);
+    return act_fp32_norms(m, c) || (fp32_adapters && !bnb) ? ea : 0;
+}
+
 /* What LoRA adapters of one block save per token. Each wrapped module keeps the r-wide
- * output of lora_A (input of lora_B) and lora_A's input: with dropout the dropped copy and
- * its bool mask (native_dropout); with fp32 adapters under autocast (PEFT) the 16-bit cast;
- * else the module's input itself, counted with the Linear inputs. Modules sharing one Linear
- * (a fused qkv) share one adapter input. */
+ * output of lora_A (input of lora_B) and lora_A's input: with dropout the dropped copy (in
+ * the dtype lora_A reads) and its bool mask (native_dropout); a copy of its own
+ * (lora_own_input); else the module's input itself, counted with the Linear inputs.
+ * Modules sharing one Linear (a fused qkv) share one adapter input. */
 static uint64_t lora_tok(const struct model_plan *p, const struct train_config *c, uint64_t ea)
 {
-    const bool cast_input = (c->features & FEAT_ADAPTER_FP32) && !train_adapters_bf16(c) &&
-                            c->precision != PREC_FP32;
+    const uint64_t own = lora_own_input(&p->spec, c, ea), drop = own > ea ? own : ea;
     const bool fused_qkv = p->spec.fused_qkv || (c->features & FEAT_FUSED_QKV);
     const uint32_t targets = plan_lora_targets(p, c);
     uint64_t bytes = 0;
@@ -150,9 +189,9 @@ static uint64_t lora_tok(const struct model_plan *p, const struct train_config *
         if (in_qkv && fused_qkv && qkv_done)
             continue;
         if (c->features & FEAT_LORA_DROPOUT)
-            bytes += (ea + 1) * in;
-        else if (cast_input)
-            bytes += ea * in;
+            bytes += (drop + 1) * in;
+        else if (own)
+            bytes += own * in;
         else
             bytes += shared_input(p, c, role, &qkv_done, &mlp_in_done) ? 0 : ea * in;
         qkv_done |= in_qkv;
@@ -306,26 +345,6 @@ bool act_eager_attn(const struct model_spec *m, const struct train_config *c)
 {
     return (c->features & FEAT_EAGER_ATTN) ||
            (m->attn_softcap && (c->features & FEAT_SOFTCAP_EAGER));
-}
-
-/* Whether a prepared k-bit base (train_kbit_norms_fp32) runs its blocks on fp32 normed
- * inputs under autocast. transformers' LlamaRMSNorm.forward returns `self.weight *
- * hidden_states.to(input_dtype)` (models/llama/modeling_llama.py @00227283): an fp32 weight
- * promotes the output to fp32 (mul is not an autocast op). bitsandbytes' Linear4bit.forward
- * computes in compute_dtype and returns `.to(inp_dtype)` (bitsandbytes/nn/modules.py at
- * 0.43.1 4a6fb352 :123-130, 0.45.0 64d382da :113-119, 0.50.1 37d2a938 :123-134): gate and up
- * come back in fp32, and so do act(gate), their product and down's output, which turns the
- * residual stream fp32 from the first block's MLP on; q, k and v come back fp32 too, but
- * autocast casts them to 16 bit for SDPA, which saves the casts. A LayerNorm's output is
- * fp32 under autocast whatever its weight (layer_norm is on CUDA autocast's float32 list,
- * PyTorch's "Automatic Mixed Precision" op reference), so HF's LayerNorm models (GPT-2,
- * Phi, Falcon, GPT-NeoX) run their 4-bit blocks the same way prepared or not. LLM.int8
- * layers are left as they are (their output dtype is not derived here). */
-static bool act_fp32_norms(const struct model_spec *m, const struct train_config *c)
-{
-    const bool fp32_norm = train_kbit_norms_fp32(c) ||
-                           (stack_hf_trainer(c->stack) && m->norm == NORM_LAYERNORM && c->finetune != FT_FULL);
-    return fp32_norm && train_mixed(c) && (c->quant == QUANT_NF4 || c->quant == QUANT_NF4_DQ);
 }
 
 /* Saved activations of one block per token (bytes), without checkpointing. Each count is
