@@ -28,8 +28,10 @@ static void test_forward_activations(void **state)
     struct mem_estimate e;
     tiny_predict(&plan, &c, &e);
     /* 90624 with K and V at their kv width; HF repeats them to the 4 query heads in a
-     * padded batch of 2 (test_kv_repeat): + 2 x (32 + 32) = 128 per block and token, 4096 */
-    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 90624 + 4096);
+     * padded batch of 2 (test_kv_repeat): + 2 x (32 + 32) = 128 per block and token, 4096;
+     * and SDPA keeps each block's bf16 copy of the batch's bool mask (activations.c
+     * act_sdpa_mask): (2, 1, 8, 8) x 2 bytes, s x 2 = 16 per block and token, 512 */
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 90624 + 4096 + 512);
     assert_int_equal(e.phase[PHASE_FORWARD][TERM_GRADS], 0); /* set_to_none between steps */
     /* checkpointing keeps one boundary (e_r h = 128 bytes) per block and token:
      * 2 x 128 x 16 + 512 x 16 = 12288 */
@@ -41,7 +43,9 @@ static void test_forward_activations(void **state)
 /* Eager attention keeps q and the expanded k, v (3 x 2 x 64 = 384) instead of SDPA's 528
  * (q, K and V repeated to the query heads in HF's padded batch, output: 4 x 2 x 64, + 16
  * logsumexp), plus fp32 softmax and 16-bit probabilities per head and key: 4 x 6 x s = 192
- * per token at s = 8. Per block and token +48; over 2 blocks and 16 tokens +1536. */
+ * per token at s = 8. Per block and token +48; over 2 blocks and 16 tokens +1536, less
+ * SDPA's copy of the padded batch's mask (16 per block and token: 512), which eager
+ * attention adds without keeping. */
 static void test_eager_attention(void **state)
 {
     (void)state;
@@ -51,7 +55,7 @@ static void test_eager_attention(void **state)
     c.features |= FEAT_EAGER_ATTN;
     tiny_predict(&plan, &c, &eager);
     assert_int_equal(eager.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
-                         sdpa.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 1536);
+                         sdpa.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 1536 - 512);
 }
 
 /* Softcapped attention (Gemma 2): tanh keeps its output, one more scores-sized tensor in
@@ -73,7 +77,7 @@ static void test_softcap_attention(void **state)
     c.features |= FEAT_EAGER_ATTN;
     memmodel_predict(&cap, &c, &o, &eager);
     assert_int_equal(eager.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
-                         sdpa.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 1536 + 2048);
+                         sdpa.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 1536 + 2048 - 512);
     c = tiny_base_config();
     c.stack = STACK_LITGPT;
     c.features = stack_features(STACK_LITGPT);
@@ -153,7 +157,8 @@ static void test_lora_input_casts(void **state)
  * tokens 4096 beside K and V at their width (flash-attn). HF repeats them only when a mask
  * is needed: variable lengths with more than one sample in the micro-batch; at micro-batch
  * 1 or with packed batches SDPA's enable_gqa takes them as they are. The per-point term
- * and act_block_tok agree. */
+ * and act_block_tok agree. With them, in the same batches, SDPA keeps each block's bf16 copy
+ * of the mask (act_sdpa_mask: 2 x 16 x 16 = 512), which flash-attn does not take. */
 static void test_kv_repeat(void **state)
 {
     (void)state;
@@ -167,7 +172,8 @@ static void test_kv_repeat(void **state)
     c.features |= FEAT_FLASH_ATTN;
     tiny_predict(&plan, &c, &flash2);
     assert_int_equal(hf2.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
-                         flash2.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 4096);
+                         flash2.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 4096 + 512);
+    assert_true(a.mask_on && a.mask_s == 2);
     c = tiny_base_config();
     c.data = DATA_PACKED;
     tiny_predict(&plan, &c, &pk2);
@@ -322,8 +328,9 @@ static void test_sequence_parallel(void **state)
  * block Linear its e4m3 weight cast (73728 x 1 byte): 2 x 2448 x 16 + 512 x 16 + 73728 =
  * 160256; the stack (hf, variable-length data, micro-batch 2) repeats K and V to the query
  * width before SDPA (test_kv_repeat): (q - kv) + (ao - v) = 64 bf16 elements a token and block,
- * 2 x 128 x 16 = 4096 more: 164352. Rowwise saves the bf16 input and the weight itself:
- * bf16's 90624 + 4096. */
+ * 2 x 128 x 16 = 4096 more, and SDPA keeps each block's bf16 copy of the padded batch's
+ * mask (act_sdpa_mask), 2 x 16 x 16 = 512: 164864. Rowwise saves the bf16 input and the
+ * weight itself: bf16's 90624 + 4096 + 512. */
 static void test_fp8_activations(void **state)
 {
     (void)state;
@@ -331,10 +338,10 @@ static void test_fp8_activations(void **state)
     struct mem_estimate e;
     c.precision = PREC_FP8, c.features = FEAT_FSDP_MP;
     tiny_predict(&plan, &c, &e);
-    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 160256 + 4096);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 160256 + 4096 + 512);
     c.features |= FEAT_FP8_ROWWISE;
     tiny_predict(&plan, &c, &e);
-    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 90624 + 4096);
+    assert_int_equal(e.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 90624 + 4096 + 512);
 }
 
 int main(void)

@@ -40,9 +40,10 @@ static void test_pipeline(void **state)
     tiny_predict(&plan, &c, &e);
     const uint64_t t = 2 * 8;
     const uint64_t *fwd = e.phase[PHASE_FORWARD], *loss = e.phase[PHASE_LOSS];
-    /* a block's coefficient at micro-batch 2: with HF's repeated K and V (test_kv_repeat) */
-    const uint64_t blk = one.layer_tok + one.kv_rep_tok;
-    assert_true(one.kv_rep_padded && one.kv_rep_tok == 128);
+    /* a block's coefficient at micro-batch 2: with HF's repeated K and V (test_kv_repeat)
+     * and SDPA's copy of the padded batch's mask, 8 x 2 bytes a token (act_sdpa_mask) */
+    const uint64_t blk = one.layer_tok + one.kv_rep_tok + one.mask_tok_s * 8;
+    assert_true(one.kv_rep_padded && one.kv_rep_tok == 128 && one.mask_tok_s == 2);
     assert_int_equal(fwd[TERM_ACTIVATIONS], 2 * t * blk);
     assert_int_equal(loss[TERM_ACTIVATIONS], t * blk + t * one.tail_tok);
     assert_int_equal(fwd[TERM_COMM], t * 2 * 2 * 64);

@@ -336,6 +336,25 @@ int act_kv_repeat(const struct train_config *c)
     }
 }
 
+/* A padded batch's attention mask as SDPA keeps it, bytes per token and unit of sequence
+ * per block. transformers' masking_utils.sdpa_mask (the current one, 2ccc6cae) returns None
+ * when no sample is padded (is_causal instead) and else a 4D bool mask (batch, 1, q, kv),
+ * one for the whole forward; torch's scaled_dot_product_attention turns a bool mask into an
+ * additive one in the query's dtype on every call (aten/src/ATen/native/transformers/
+ * attention.cpp convert_boolean_attn_mask: at::where(attn_mask->logical_not(), -inf,
+ * scalar_tensor(0.0, dtype))), and the memory-efficient kernel, the one that takes a mask,
+ * keeps that bias for its backward (_scaled_dot_product_efficient_attention_backward reads
+ * attn_bias): one (b, 1, s, s) copy a block, e_a bytes an element, beside K and V repeated
+ * under the same condition (act_kv_repeat 2). Earlier transformers built one additive mask
+ * in the model dtype for all blocks, which SDPA passes through: not counted. Eager attention
+ * adds its mask without saving it; flash-attn takes no 4D mask. */
+static uint64_t act_sdpa_mask(const struct model_spec *m, const struct train_config *c, uint64_t ea)
+{
+    if (act_eager_attn(m, c) || act_kv_repeat(c) != 2 || !stack_hf_bool_mask(c->stack))
+        return 0;
+    return ea;
+}
+
 /* Whether the attention materialises its scores: eager attention asked for, or a stack
  * that cannot use SDPA with softcapped scores (litgpt model.py at 2b195c7f and 00af8b0d,
  * CausalSelfAttention.scaled_dot_product_attention: "with softcapping we cannot use SDPA",
@@ -417,7 +436,9 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
     uint64_t lora = c->finetune != FT_FULL ? lora_tok(p, c, ea) : 0;
     uint64_t norms = (uint64_t)(m->norms_per_layer > 2 ? 2 : m->norms_per_layer) * norm +
                      (uint64_t)(m->norms_per_layer > 2 ? m->norms_per_layer - 2 : 0) * 4 * h;
+    const uint64_t mask_s = act_sdpa_mask(m, c, ea);
     *a = (struct mem_act_tok){.ea = ea, .er = er, .em = em, .norm = norm, .norms = norms, .lin_in = lin_in,
                               .attn = attn, .attn_s = attn_s, .mlp = mlp, .lora = lora,
-                              .kv_rep = kv_rep, .kv_rep_on = kv_rep_on};
+                              .kv_rep = kv_rep, .kv_rep_on = kv_rep_on,
+                              .mask_s = mask_s, .mask_on = mask_s && c->micro_batch > 1};
 }

@@ -24,6 +24,9 @@ struct mem_act_tok {
     uint64_t norms, lin_in, attn, attn_s, mlp, lora;
     uint64_t kv_rep;          /* the repeated K and V beyond their kv_heads width */
     bool kv_rep_on;           /* ... saved for this configuration (included in attn) */
+    uint64_t mask_s;          /* SDPA's additive copy of a padded batch's bool mask, per token
+                                 and unit of sequence (act_sdpa_mask) */
+    bool mask_on;             /* ... saved for this configuration (not in attn_s) */
 };
 void act_block_tok(const struct model_plan *p, const struct train_config *c, struct mem_act_tok *a);
 

@@ -76,6 +76,8 @@
 #define SRC_RECOMPUTE "torch.utils.checkpoint: backward reruns one block's forward"
 #define SRC_BWD_WS "one block's backward: the output gradient and the MLP's input gradients"
 #define SRC_TAIL "final norm's saved input and the lm_head input"
+#define SRC_MASK "transformers masking_utils.sdpa_mask (bool, padded batches); torch attention.cpp " \
+                 "convert_boolean_attn_mask per call, kept by the memory-efficient kernel"
 #define SRC_KBIT "peft utils/other.py prepare_model_for_kbit_training: the lm_head in fp32; its " \
                  "matmul under autocast keeps the 16-bit cast (torch autocast_mode.h cached_cast)"
 #define SRC_PP_RECV "torch distributed/pipelining/stage.py PipelineStage._prepare_forward_infra and " \
@@ -624,6 +626,7 @@ static void block_rows(struct build *b, const struct ctx *x, uint64_t blocks, co
         {"linear inputs", a.lin_in, x->c->precision == PREC_FP8 ? SRC_FP8_LIN_IN : SRC_LIN_IN},
         {"attention", a.attn, act_eager_attn(&x->p->spec, x->c) ? SRC_EAGER : SRC_SDPA},
         {"attention scores", a.attn_s * (uint64_t)x->c->seq_len, SRC_EAGER},
+        {"attention mask (SDPA's additive copy)", a.mask_on ? a.mask_s * (uint64_t)x->c->seq_len : 0, SRC_MASK},
         {"MLP", a.mlp, SRC_MLP},
         {"LoRA adapters", a.lora, SRC_LORA_ACT},
     };

@@ -370,6 +370,7 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     mp->held_blk_tok = mp->held_tok / (uint64_t)p->spec.layers;
     mp->kv_rep_tok = a.kv_rep;
     mp->kv_rep_padded = act_kv_repeat(c) == 2;
+    mp->mask_tok_s = a.mask_s;
     mp->ckpt_tok = c->ckpt_selective ? act_sac_tok(p, c, ea, er) : er * h / sp;
     /* final norm and the lm_head input (gathered: ColwiseParallel(input_layouts=Shard(1))) */
     mp->tail_tok = norm + ea * h;

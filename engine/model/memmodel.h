@@ -75,6 +75,8 @@ struct mem_prepared {
     uint64_t kv_rep_tok;     /* K and V repeated to every query head before SDPA, beyond
                                 their kv_heads width, per token (activations.c act_kv_repeat) */
     bool kv_rep_padded;      /* ... only in padded batches of several samples (HF) */
+    uint64_t mask_tok_s;     /* SDPA's additive copy of the padded batch's mask, per token and
+                                unit of sequence, in the same batches (activations.c act_sdpa_mask) */
     uint64_t ckpt_tok;       /* one block's checkpoint (its input) per token */
     uint64_t tail_tok;       /* final norm and lm_head input per token */
     uint64_t bwd_tok;        /* backward working set of one block per token */

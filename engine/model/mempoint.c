@@ -154,7 +154,9 @@ void memmodel_seq(const struct mem_prepared *mp, int32_t seq_len, struct mem_seq
     const uint64_t lay = bytes_add(mp->layer_tok, bytes_mul(mp->layer_tok_s, (uint64_t)seq_len));
     ms->seq_len = seq_len;
     act_coeffs(mp, lay, ms->act[0]);
-    act_coeffs(mp, bytes_add(lay, mp->kv_rep_tok), ms->act[1]);
+    /* a padded batch of several samples: K and V repeated, SDPA's mask copy (act_sdpa_mask) */
+    const uint64_t padded = bytes_add(mp->kv_rep_tok, bytes_mul(mp->mask_tok_s, (uint64_t)seq_len));
+    act_coeffs(mp, bytes_add(lay, padded), ms->act[1]);
     ms->t_plain = plain_limit(mp, ms);
     for (int v = 0; v < 2; v++)
         peak_phases(mp, ms->act[v], ms->phases[v], &ms->nphases[v]);

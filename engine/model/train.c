@@ -92,6 +92,11 @@ bool train_kbit_prepared(const struct train_config *c)
            c->method != METHOD_ADP && c->method != METHOD_OFFLOAD;
 }
 
+bool stack_hf_bool_mask(enum stack s)
+{
+    return hf_fused_adamw(s);
+}
+
 bool stack_hf_trainer(enum stack s)
 {
     return s == STACK_HF || s == STACK_HF_449 || s == STACK_HF_446 || s == STACK_HF_431 ||

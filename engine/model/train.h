@@ -51,6 +51,9 @@ enum stack {
 /* @return whether stack s trains through HF Trainer (transformers, PEFT, accelerate; TRL's
  * SFTTrainer subclasses it): the stacks that differ only in their loss path. */
 bool stack_hf_trainer(enum stack s);
+/* @return whether stack s stands for transformers whose SDPA attention gets a bool mask from
+ *         masking_utils (transformers >= 4.54: hf, trl, trl-0.22). */
+bool stack_hf_bool_mask(enum stack s);
 
 /* Stack features; each stack has defaults (stack_features) and a measured row may add some.
  * Bits of a uint64_t (macros: ISO C enumerators stop at INT_MAX). */
