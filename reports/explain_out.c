@@ -70,8 +70,9 @@ static void text_config(const struct explanation *x, FILE *f)
     fprintf(f, "           %s, %s", precision_name(c->precision), finetune_name(c->finetune));
     if (c->finetune != FT_FULL)
         fprintf(f, " r=%d on %s, base %s", c->lora_r, x->targets, quant_name(c->quant));
-    fprintf(f, ", checkpointing %s, %s, stack %s%s\n", ckpt_mode_name(c),
-            optimizer_name(c->optimizer), stack_name(c->stack), x->par.paper ? " (--paper)" : "");
+    fprintf(f, ", checkpointing %s, %s, stack %s%s%s\n", ckpt_mode_name(c),
+            optimizer_name(c->optimizer), stack_name(c->stack),
+            (c->features & FEAT_LIGER_FLCE) ? "+liger" : "", x->par.paper ? " (--paper)" : "");
     fprintf(f, "           %s batches, %s allocator\n", data_shape_name(c->data), alloc_conf_name(c->alloc));
     if (x->moe)
         fprintf(f, "experts    %" PRId64 " routed, %" PRId64 " a token (width %" PRId64 "), shared width %"

@@ -144,6 +144,8 @@ static void print_mode_args(FILE *f, const struct report_inputs *opt)
 {
     if (opt->axes.stack != STACK_HF && !opt->paper)
         fprintf(f, " --stack %s", stack_name(opt->axes.stack));
+    if (opt->axes.liger)
+        fputs(" --liger", f);
     if (opt->axes.eager)
         fputs(" --attention eager", f);
     else if (opt->axes.flash)

@@ -264,6 +264,16 @@ static void test_select(void **state)
     assert_int_equal(losspath_select(&c, "llama"), LOSS_CHUNKED_UPCAST);
     c.features |= FEAT_COMPILE;
     assert_int_equal(losspath_select(&c, "llama"), LOSS_CHUNKED_COMPILED);
+    /* Liger's fused loss replaces an HF or TRL stack's path (not Qwen v1's remote code), and
+     * holds no N x V tensor of its own (its chunk is counted per point, test_memmodel) */
+    c.features = FEAT_LIGER_FLCE; /* torchtune is not HF Trainer: its own (hf) path stays */
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_HF);
+    c.stack = STACK_TRL;
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_LIGER);
+    assert_int_equal(losspath_select(&c, "qwen"), LOSS_QWEN1);
+    const struct loss_cost l = cost(LOSS_LIGER, 2, DATA_VARIABLE, ALLOC_DEFAULT);
+    for (int b = 0; b < LP_BATCH_BUCKETS; b++)
+        assert_true(l.allocated[b] == 0 && l.reserved[b] == 0 && l.needed[b] == 0);
 }
 
 int main(void)

@@ -285,6 +285,26 @@ static void test_qlora_weights(void **state)
     assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 38034 + 513280 + 7168);
 }
 
+/* Liger's fused linear cross-entropy (memmodel.c liger_coeffs), full bf16-pure on the tiny
+ * model, micro-batch 2 x 8 = 16 tokens, V 1000, h 64: chunks of next_power_of_2(cdiv(16,
+ * cdiv(1000, 64) = 16)) = 1 token; at the loss one chunk's logits 1 x 1000 x 2 = 2000, its
+ * input gradient 1 x 64 x 2 = 128, and grad_input 16 x 64 x 2 = 2048: 4176 in place of the
+ * hf path's N x V tensors; the lm_head's gradient (64000 x 2 = 128000) from the loss on. */
+static void test_liger(void **state)
+{
+    (void)state;
+    struct train_config c = tiny_base_config();
+    c.features = FEAT_LIGER_FLCE;
+    struct mem_estimate e;
+    tiny_predict(&plan, &c, &e);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 4176);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_GRADS], 128000);
+    /* 4096 tokens: cdiv(4096, 16) = 256 a chunk: 256 x 1000 x 2 + 256 x 64 x 2 + 4096 x 64 x 2 */
+    c.seq_len = 2048;
+    tiny_predict(&plan, &c, &e);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 512000 + 32768 + 524288);
+}
+
 /* Paged optimizer states live in managed memory: not allocated, but on the device. */
 static void test_paged_states(void **state)
 {
@@ -736,6 +756,7 @@ int main(void)
         cmocka_unit_test(test_blas_workspace),
         cmocka_unit_test(test_variable_reserved), cmocka_unit_test(test_fsdp_mixed_precision), cmocka_unit_test(test_reserved_capacity),
         cmocka_unit_test(test_qlora_weights),
+        cmocka_unit_test(test_liger),
         cmocka_unit_test(test_paged_states),
         cmocka_unit_test(test_sharding),
         cmocka_unit_test(test_fsdp_units),

@@ -57,7 +57,7 @@ static int single_config(const struct options *o, struct train_config *c)
     c->stack = o->paper ? STACK_COLOSSAL : o->axes.stack;
     c->data = o->axes.data;
     c->alloc = o->axes.alloc;
-    c->features = stack_features(c->stack) | space_attention_features(&o->axes);
+    c->features = stack_features(c->stack) | space_kernel_features(&o->axes);
     if (o->paper && (c->precision != PREC_FP16 || c->finetune != FT_FULL || !c->grad_ckpt ||
                      c->optimizer != OPT_ADAMW)) {
         fputs("llmem-sweep: --paper covers fp16 mixed precision, full fine-tuning, "

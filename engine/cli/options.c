@@ -322,6 +322,7 @@ static const struct opt_row table[] = {
     NAMES("--grad-ckpt", axes.ckpts, axes.nckpts, ckpt_mode_parse, CKPT_COUNT),
     NUM("--host-memory", SW, T_SIZE, O(host_memory), 0, 0, NULL),
     STR("--id", CMD_EXPLAIN, O(measured_id)),
+    FLAG("--liger", SW, O(axes.liger)),
     INTS("--lora-r", axes.lora_r, 1, 65536),
     CALL("--lora-targets", SW, set_targets),
     CALL("--margin", SW, set_margin),
@@ -801,6 +802,8 @@ void options_usage(enum options_mode mode)
           "                     torchtitan, colossal\n"
           "  --attention A      sdpa (default), eager, or flash (the flash-attn package:\n"
           "                     K and V kept at their KV width)\n"
+          "  --liger            HF Trainer's use_liger_kernel: Liger's fused linear\n"
+          "                     cross-entropy, no logits tensor (HF and TRL stacks)\n"
           "  --paper            LLMem's equations exactly (fp16, full, checkpointing, Adam)\n"
           "  --rules PATH       measured peak-type rules (a rules CSV or a folder of them)\n"
           "  --data SHAPE       variable (default: unpacked batches padded to their longest\n"

@@ -275,6 +275,9 @@ static const struct {
                           "(the accuracy's contiguous copy); the hf path otherwise"),
     [LOSS_COMPILED_CE] = PATH("compiled-ce", compiled_ce_path, "torchtitan components/loss.py "
                               "build_cross_entropy_loss under torch.compile @bbb1b616e"),
+    [LOSS_LIGER] = {"liger-flce", NULL, 0, "Liger-Kernel ops/fused_linear_cross_entropy.py "
+                    "fused_linear_cross_entropy_forward @00eba634; transformers/model/loss_utils.py "
+                    "LigerForCausalLMLoss @1226bba2"},
     [LOSS_LOSS_PARALLEL] = PATH("loss-parallel", loss_parallel_path, "torchtitan train.py loss_fn and "
                                 "apply_tp loss_parallel @9dec370; torch distributed/tensor/parallel/"
                                 "loss.py _log_softmax, _nll_loss_and_log_softmax_backward @02eef6b8"),
@@ -310,6 +313,10 @@ enum loss_path losspath_select(const struct train_config *c, const char *model_t
         return LOSS_OUTPUTS_KEPT;
     if (model_type && strcmp(model_type, "qwen") == 0) /* the model's own remote code */
         return LOSS_QWEN1;
+    /* HF Trainer patches the model's forward with Liger's (use_liger_kernel): training with
+     * labels skips the logits, whatever the stack's own path */
+    if ((c->features & FEAT_LIGER_FLCE) && stack_hf_trainer(c->stack))
+        return LOSS_LIGER;
     /* the stacks' own paths; every other stack runs hf's (the table's zeros) */
     _Static_assert(LOSS_HF == 0, "unlisted stacks run the hf path");
     static const enum loss_path of_stack[STACK_COUNT] = {

@@ -46,6 +46,8 @@ enum loss_path {
                          the shifted logits when the micro-batch has more than one sample */
     LOSS_TRL_022,     /* TRL 0.22: + entropy one sample at a time, then the accuracy copy */
     LOSS_TRL_015,     /* TRL 0.15 .. 0.21 and 0.23 .. 1.5: + the accuracy's contiguous copy */
+    LOSS_LIGER,       /* Liger's fused linear cross-entropy: no N x V tensor beyond one chunk,
+                         which depends on N, V and h and is counted per point (memmodel.c) */
     LOSS_COUNT
 };
 

@@ -19,6 +19,7 @@
 
 #include "activations.h"
 #include "float8.h"
+#include "mempoint.h"
 #include "units.h"
 
 /* --- sources: where each size comes from ---------------------------------------------- */
@@ -76,6 +77,8 @@
 #define SRC_RECOMPUTE "torch.utils.checkpoint: backward reruns one block's forward"
 #define SRC_BWD_WS "one block's backward: the output gradient and the MLP's input gradients"
 #define SRC_TAIL "final norm's saved input and the lm_head input"
+#define SRC_LIGER "Liger-Kernel ops/fused_linear_cross_entropy.py fused_linear_cross_entropy_forward " \
+                  "@00eba634: grad_input, chunks of next_power_of_2(cdiv(N, cdiv(V, h))) tokens"
 #define SRC_MASK "transformers masking_utils.sdpa_mask (bool, padded batches); torch attention.cpp " \
                  "convert_boolean_attn_mask per call, kept by the memory-efficient kernel"
 #define SRC_KBIT "peft utils/other.py prepare_model_for_kbit_training: the lm_head in fp32; its " \
@@ -483,6 +486,14 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
     case PHASE_FORWARD:
     case PHASE_LOSS:
         f->grads = first ? 0 : acc;
+        /* memmodel.c fixed_phases: Liger's fused loss makes the lm_head's gradient */
+        if (ph == PHASE_LOSS && c->finetune == FT_FULL &&
+            losspath_select(c, x->p->spec.model_type) == LOSS_LIGER) {
+            const struct model_plan *p = x->p;
+            const uint64_t gb = train_master_in_optimizer(c) ? (c->precision == PREC_FP32 ? 4 : 2)
+                                                             : memmodel_trained_bytes(c);
+            f->head_grad = (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * gb;
+        }
         break;
     case PHASE_BWD_LAST:
         if (acc) {
@@ -711,6 +722,11 @@ static void logits_rows(struct build *b, const struct ctx *x)
     }
     if (r)
         snprintf(r->shape, sizeof r->shape, "%d x %d x %" PRId64, c->micro_batch, c->seq_len, x->mp.vocab);
+    /* Liger's fused loss: no N x V tensor, its chunk and the input's gradient (mempoint.h) */
+    const uint64_t t = bytes_mul((uint64_t)c->micro_batch, (uint64_t)c->seq_len);
+    if (x->ph == PHASE_LOSS && x->mp.liger_inc)
+        row_bytes(b, TERM_LOGITS, "Liger: lm_head input grad + one chunk",
+                  "mixed", memmodel_liger_bytes(&x->mp, t, false), SRC_LIGER);
     /* the last pipeline stage's kept outputs (memmodel.c logits_coeffs) */
     if (x->mp.pp_out_n && (x->ph == PHASE_LOSS || x->ph == PHASE_BWD_LAST)) {
         r = row_bytes(b, TERM_LOGITS, "pipeline output_chunks: every micro-batch's logits",

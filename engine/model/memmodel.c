@@ -186,7 +186,10 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     const bool head_fwd = memmodel_head_in_forward(c, r.dequant, r.dequant_head);
     set_phase(mp, PHASE_FORWARD, r.w, held_grad, r.o, amp_fwd + (head_fwd ? r.dequant_head : r.dequant),
               r.gather_fwd + r.bucket);
-    set_phase(mp, PHASE_LOSS, r.w, held_grad, r.o,
+    /* Liger's fused loss makes a trained lm_head's gradient in its forward (liger_coeffs) */
+    const uint64_t liger_grad = losspath_select(c, p->spec.model_type) == LOSS_LIGER && c->finetune == FT_FULL
+        ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * gbytes : 0;
+    set_phase(mp, PHASE_LOSS, r.w, held_grad + liger_grad, r.o,
               amp_fwd + (train_fabric_loop(c) ? 0 : r.dequant_head) + r.amp_head, r.gather_fwd + r.bucket);
     /* FSDP1 (root_grads): the lm_head's gradient piece is held through backward, beside the
      * accumulated gradients (without accumulation it is head_grad itself at the last block) */
@@ -441,6 +444,26 @@ static void pp_merge(const struct model_plan *p, const struct train_config *c, s
     mp->pp_merge_above = unit_rs > ALLOCSIM_LARGE_BUFFER ? unit_rs : ALLOCSIM_LARGE_BUFFER;
 }
 
+/* Liger's fused linear cross-entropy (Liger-Kernel ops/fused_linear_cross_entropy.py
+ * fused_linear_cross_entropy_forward @00eba634), run inside the loss's forward: grad_input =
+ * zeros_like(_input), the gradient of the N x h lm_head input, kept for backward; the input
+ * in chunks of next_power_of_2(cdiv(N, cdiv(V, h))) tokens (at most N), each chunk's logits
+ * `_input_chunk @ weight.t()` in the compute dtype (the cross-entropy kernel writes their
+ * gradient in place) and its input gradient `grad_logits_chunk @ weight`, one chunk at a
+ * time (mempoint.c liger_bytes); a trained lm_head's grad_weight = zeros_like(weight) from
+ * the loss on (fixed_phases). LigerForCausalLMLoss pads the labels and views the hidden
+ * states (transformers/model/loss_utils.py @1226bba2): no N x V tensor beyond a chunk. */
+static void liger_coeffs(const struct model_plan *p, const struct train_config *c, struct mem_prepared *mp)
+{
+    struct mem_act_tok a;
+    act_block_tok(p, c, &a);
+    const uint64_t h = (uint64_t)p->spec.hidden;
+    mp->liger_inc = ((uint64_t)mp->vocab + h - 1) / h;
+    mp->liger_h = (uint32_t)h;
+    mp->liger_ea = (uint32_t)a.ea;
+    mp->liger_er = (uint32_t)a.er;
+}
+
 /* What a validation pass holds per token and vocab entry: its logits and their log_softmax
  * (2 e_a). litgpt's validate() (finetune/lora.py and full.py at 5895df10, lit-gpt 8641822
  * finetune/lora.py) runs `logits = model(input_ids)` through Fabric, which returns an fp32
@@ -465,8 +488,8 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
 {
     const uint32_t ea = c->precision == PREC_FP32 ? 4 : 2;
     struct loss_cost cost;
-    losspath_cost(losspath_select(c, p->spec.model_type), losspath_class(c->precision),
-                  losspath_data_shape(c), c->alloc, &cost);
+    const enum loss_path lp = losspath_select(c, p->spec.model_type);
+    losspath_cost(lp, losspath_class(c->precision), losspath_data_shape(c), c->alloc, &cost);
     /* torchtitan's loss parallelism (the output ColwiseParallel(output_layouts=Shard(-1),
      * use_local_output=False) and train.py's loss_parallel() context): each TP rank keeps
      * and upcasts its vocab / tp columns of the logits */
@@ -475,6 +498,8 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
     memcpy(mp->logits_res_tok, cost.reserved, sizeof mp->logits_res_tok);
     memcpy(mp->logits_need_tok, cost.needed, sizeof mp->logits_need_tok);
     mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? eval_logits(c, ea) : 0;
+    if (lp == LOSS_LIGER)
+        liger_coeffs(p, c, mp);
     /* torch.distributed.pipelining keeps every micro-batch's output of the last stage for
      * the step's merged result: _PipelineStageBase.forward_one_chunk appends it to
      * self.output_chunks (`if self.is_last`: "Output chunks is only used for the last

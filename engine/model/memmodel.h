@@ -87,6 +87,10 @@ struct mem_prepared {
     double logits_need_tok[LP_BATCH_BUCKETS]; /* ... the part of that it cannot release when
                                                  memory is short */
     uint64_t eval_logits_tok;/* per token and vocab entry in an evaluation pass */
+    uint64_t liger_inc;      /* Liger's fused linear cross-entropy (memmodel.c liger_coeffs):
+                                cdiv(V, h), the tokens a chunk is divided by; 0 = not Liger */
+    uint32_t liger_h, liger_ea, liger_er; /* the lm_head input width, the logits' and the
+                                             input's bytes an element */
     uint64_t comm_tok;       /* TP gather buffer per token */
     uint64_t kept_tok;       /* the KV cache a loop keeps in `outputs`, per token (all blocks) */
     uint64_t held_tok;       /* what a kept graph's ctx attributes hold, per token (all blocks;

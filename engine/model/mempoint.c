@@ -178,6 +178,27 @@ struct point_parts {
     uint64_t lg_res[PHASE_COUNT], lg_need[PHASE_COUNT];
 };
 
+/* What Liger's fused loss holds at the loss beyond the N x V tensors it never makes
+ * (memmodel.c liger_coeffs): the lm_head input's gradient, one chunk's logits and one
+ * chunk's input gradient; allocated, or each rounded as the allocator rounds it. */
+uint64_t memmodel_liger_bytes(const struct mem_prepared *mp, uint64_t t, bool rounded)
+{
+    if (!mp->liger_inc || !t)
+        return 0;
+    const uint64_t least = (t + mp->liger_inc - 1) / mp->liger_inc;
+    uint64_t chunk = 1;
+    while (chunk < least)
+        chunk <<= 1;
+    chunk = chunk < t ? chunk : t;
+    const uint64_t part[3] = {bytes_mul(bytes_mul(chunk, (uint64_t)mp->vocab), mp->liger_ea),
+                              bytes_mul(chunk, (uint64_t)mp->liger_h * mp->liger_ea),
+                              bytes_mul(t, (uint64_t)mp->liger_h * mp->liger_er)};
+    uint64_t sum = 0;
+    for (int k = 0; k < 3; k++)
+        sum = bytes_add(sum, rounded ? memmodel_round(part[k]) : part[k]);
+    return sum;
+}
+
 /* The pipeline's kept outputs on its last stage (logits_coeffs), alive at its loss and the
  * backward of its last block: allocated, and rounded as the allocator rounds each. */
 static uint64_t pp_outs(const struct mem_prepared *mp, uint64_t entries, bool rounded)
@@ -201,9 +222,10 @@ static void point_parts(const struct train_config *c, const struct mem_prepared 
         x->lg_res[ph] = x->lg_need[ph] = memmodel_round(x->lg[ph]);
     }
     const unsigned bk = losspath_batch_bucket(c->micro_batch);
-    x->lg[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_tok[bk]), outs);
-    x->lg_res[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_res_tok[bk]), outs_r);
-    x->lg_need[PHASE_LOSS] = bytes_add(bytes_scale(entries, mp->logits_need_tok[bk]), outs_r);
+    const uint64_t lig = memmodel_liger_bytes(mp, t, false), lig_r = memmodel_liger_bytes(mp, t, true);
+    x->lg[PHASE_LOSS] = bytes_add(bytes_add(bytes_scale(entries, mp->logits_tok[bk]), outs), lig);
+    x->lg_res[PHASE_LOSS] = bytes_add(bytes_add(bytes_scale(entries, mp->logits_res_tok[bk]), outs_r), lig_r);
+    x->lg_need[PHASE_LOSS] = bytes_add(bytes_add(bytes_scale(entries, mp->logits_need_tok[bk]), outs_r), lig_r);
     x->lg[PHASE_BWD_LAST] = bytes_add(x->lg[PHASE_BWD_LAST], outs);
     x->lg_res[PHASE_BWD_LAST] = x->lg_need[PHASE_BWD_LAST] = bytes_add(x->lg_res[PHASE_BWD_LAST], outs_r);
 }
@@ -305,7 +327,8 @@ uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
     const int kv = seq_kv(mp, c);
     const uint64_t *act = ms->act[kv];
     const uint64_t outs_r = mp->pp_out_n ? memmodel_round(entries * mp->pp_out_tok) * (uint64_t)mp->pp_out_n : 0;
-    const uint64_t loss = bytes_scale(entries, mp->logits_need_tok[losspath_batch_bucket(c->micro_batch)]) + outs_r;
+    const uint64_t loss = bytes_scale(entries, mp->logits_need_tok[losspath_batch_bucket(c->micro_batch)]) + outs_r +
+                          memmodel_liger_bytes(mp, t, true);
     uint64_t held = 0;
     for (int k = 0; k < ms->nphases[kv]; k++) {
         /* the zero tests skip terms a configuration does not have (the same for all its

@@ -37,6 +37,11 @@ uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
                        const struct mem_options *opt, const struct mem_prepared *mp,
                        const struct mem_seq *ms);
 
+/* @return what Liger's fused loss holds at the loss for t tokens (memmodel.c liger_coeffs):
+ *         the lm_head input's gradient, one chunk's logits and one chunk's input gradient,
+ *         allocated or each rounded as the allocator rounds it; 0 for another loss path. */
+uint64_t memmodel_liger_bytes(const struct mem_prepared *mp, uint64_t t, bool rounded);
+
 /* Convenience: prepare and evaluate c->micro_batch and c->seq_len. */
 void memmodel_predict(const struct model_plan *p, const struct train_config *c,
                       const struct mem_options *opt, struct mem_estimate *e);

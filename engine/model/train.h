@@ -163,6 +163,10 @@ bool stack_hf_bool_mask(enum stack s);
  * original paper", sft_trainer.py at v0.26.0 84794a7d :705-712, the same at v1.6.0):
  * train_adapters_bf16 */
 #define FEAT_KBIT_BF16_ADAPTERS (UINT64_C(1) << 38)
+/* Liger Kernel's fused linear cross-entropy (HF Trainer and TRL `use_liger_kernel=True`):
+ * the lm_head and the loss in chunks, no N x V tensor (losspath.c LOSS_LIGER, memmodel.c
+ * liger_bytes) */
+#define FEAT_LIGER_FLCE (UINT64_C(1) << 39)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))

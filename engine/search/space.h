@@ -43,6 +43,7 @@ struct space_axes {
     enum stack stack;
     bool eager;            /* eager attention instead of SDPA */
     bool flash;            /* the flash-attn package: K and V at their KV width (GQA) */
+    bool liger;            /* Liger's fused linear cross-entropy (HF Trainer use_liger_kernel) */
     enum data_shape data;
     enum alloc_conf alloc;
 };
@@ -86,9 +87,9 @@ static inline uint64_t space_points(const struct space *s)
     return (uint64_t)s->nouter * (uint64_t)s->nseq * (uint64_t)s->nbatch;
 }
 
-/* The feature bits of the attention kernel asked for (--attention eager|flash), which
- * every configuration of these axes adds to its stack's. */
-uint64_t space_attention_features(const struct space_axes *o);
+/* The feature bits of the kernels asked for (--attention eager|flash, --liger), which every
+ * configuration of these axes adds to its stack's. */
+uint64_t space_kernel_features(const struct space_axes *o);
 
 /* When space_build finds no configuration: why, per method and GPU count, for model p
  * ("tp on 16 GPU(s): tp must divide ..."), written into buf (truncated to n). */
