@@ -128,6 +128,15 @@ done
 "$BIN" explain --measured "$M/public.csv" --id TTM-05 > "$TMP/m.txt"
 grep -q '^measured   22.445 GiB allocated (TTM-05, .*public.csv:[0-9]*); the model: [0-9.]* GiB allocated, -[0-9.]* %$' \
   "$TMP/m.txt" || fail "explain --measured prints no measured line: $(cat "$TMP/m.txt")"
+# --liger: Liger's fused loss replaces the hf path (no N x V tensor), and the peak leaves the loss
+l8=(--model meta-llama/Llama-3.1-8B --finetune full --method adp --gpus 8 --micro-batch 4 --seq 4096
+    --grad-ckpt on --gpu H100-SXM-80GB)
+"$BIN" explain "${l8[@]}" --liger > "$TMP/liger.txt" || fail "explain --liger"
+grep -q 'stack hf+liger' "$TMP/liger.txt" && grep -q '^loss path  liger-flce: 0.00 allocated' "$TMP/liger.txt" \
+  && grep -q '<- peak' "$TMP/liger.txt" && ! grep -q '^lm_head+loss .*<- peak' "$TMP/liger.txt" \
+  || fail "explain --liger: $(cat "$TMP/liger.txt")"
+"$BIN" explain "${l8[@]}" > "$TMP/noliger.txt"
+grep -q '^lm_head+loss .*<- peak' "$TMP/noliger.txt" || fail "without --liger the loss should peak here"
 # a torchtitan pipeline's merged result: its own segment on top of the phases' reserved
 "$BIN" explain --measured "$M/public-2.csv" --id TT-13 --format json > "$TMP/tt13.json"
 python3 - "$TMP/tt13.json" <<'PY' || fail "TT-13's step-end segment is not reserved beyond its phases"
