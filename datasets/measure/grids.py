@@ -94,6 +94,8 @@ H100_30MIN = [
     c(L1B, "bf16", "lora", r=8, targets="q+v", mb=4, seq=1024),
     c(L1B, "fp32", "lora", r=16, targets="all", mb=2, seq=1024),
     c(L1B, "bf16", "qlora", r=16, targets="all", mb=4, seq=1024, ckpt="on"),
+    # the same prepared by peft's prepare_model_for_kbit_training (fp32 ends and norms)
+    c(L1B, "bf16", "qlora", r=16, targets="all", mb=4, seq=1024, ckpt="on", features=["kbit-prep"]),
     # Qwen2.5: 152k vocabulary, so logits dominate at small hidden sizes
     c(Q05, "bf16", mb=8, seq=1024),
     c(Q05, "fp32", mb=4, seq=2048),

@@ -241,6 +241,10 @@ def row_features(cfg):
     # default of torch >= 2.8
     if cfg.get("optimizer") == "adamw" and not {"fused", "paged"} & set(f):
         f.append("unfused-adamw")
+    # a k-bit base the worker does not prepare, where llmem-sweep's stack hf assumes PEFT's
+    # prepare_model_for_kbit_training (README "A k-bit base prepared for training")
+    if cfg.get("quant", "none") != "none" and "kbit-prep" not in f:
+        f.append("no-kbit-prep")
     if cfg.get("method", "single") != "single":
         f.append("fake-pg")
     if cfg.get("runner", "loop") == "trainer":

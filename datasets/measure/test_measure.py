@@ -202,6 +202,11 @@ class TestGrids(Fixture):
         # Trainer's optim="adamw_torch" (foreach) against stack hf's fused default
         self.assertEqual((r["tp"], r["features"]), (2, "unfused-adamw+fake-pg+hf-trainer"))
         self.assertNotEqual(measure.config_key(var, "x"), measure.config_key(grids.c("gpt2"), "x"))
+        # a k-bit base: prepared only when the grid says kbit-prep
+        q = grids.c("gpt2", finetune="qlora")
+        self.assertIn("no-kbit-prep", measure.rows_for_result(q, "x-03", res, {})[0]["features"])
+        q = grids.c("gpt2", finetune="qlora", features=["kbit-prep"])
+        self.assertNotIn("no-kbit-prep", measure.rows_for_result(q, "x-04", res, {})[0]["features"])
 
     def test_child_env_alloc_conf(self):
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "max_split_size_mb:64"
