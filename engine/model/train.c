@@ -68,7 +68,7 @@ static bool hf_fused_adamw(enum stack s)
  * guide has every script call prepare_model_for_kbit_training ("Next, you should call the
  * prepare_model_for_kbit_training() function", docs/source/developer_guides/quantization.md
  * at 5d602fdb). TRL's SFTTrainer prepares it itself from 0.15 to 0.25 (FEAT_KBIT_TRL cites
- * it); from 0.26 (sft_trainer.py at v0.26.0 84794a7d :700-712) it calls get_peft_model
+ * it); from 0.26 (sft_trainer.py at v0.26.0 84794a7d :703-718) it calls get_peft_model
  * alone and casts the adapters to bf16 (FEAT_KBIT_BF16_ADAPTERS), so `trl` (>= 1.6)
  * prepares nothing; `trl-0.15` stands for 0.15 .. 0.21 and 0.23 .. 0.25 here, rows of
  * 0.26 .. 1.5 say no-kbit-prep+adapter-bf16. */

@@ -153,19 +153,19 @@ bool stack_hf_bool_mask(enum stack s);
  * k-bit base that is not a quantized weight in fp32, the norms, the embedding and the
  * lm_head (train_kbit_norms_fp32, train_kbit_ends_fp32) */
 #define FEAT_KBIT_PREP (UINT64_C(1) << 36)
-/* TRL's PEFT preparation of a k-bit model (sft_trainer.py at v0.15.0 :298-330, then
- * models/utils.py prepare_peft_model at v0.22.0 :513-561): PEFT's prepare_model_for_kbit_training
+/* TRL's PEFT preparation of a k-bit model (sft_trainer.py _prepare_peft_model at v0.15.0
+ * :281-327, then models/utils.py prepare_peft_model at v0.22.0 :514-564): PEFT's prepare_model_for_kbit_training
  * (TRL's own from v0.25, norms only), then, under bf16, peft_module_casting_to_bf16 casts
  * the embedding and lm_head back to bf16; the norms stay fp32. TRL 0.26 on prepares nothing */
 #define FEAT_KBIT_TRL (UINT64_C(1) << 37)
 /* TRL from 0.26 casts a k-bit model's trainable parameters to bf16 after get_peft_model
  * ("the PEFT adapter weights are converted to bf16 to follow the recommendations from the
- * original paper", sft_trainer.py at v0.26.0 84794a7d :705-712, the same at v1.6.0):
+ * original paper", sft_trainer.py at v0.26.0 84794a7d :703-718, the same at v1.6.0):
  * train_adapters_bf16 */
 #define FEAT_KBIT_BF16_ADAPTERS (UINT64_C(1) << 38)
 /* Liger Kernel's fused linear cross-entropy (HF Trainer and TRL `use_liger_kernel=True`):
  * the lm_head and the loss in chunks, no N x V tensor (losspath.c LOSS_LIGER, memmodel.c
- * liger_bytes) */
+ * liger_coeffs, mempoint.c memmodel_liger_bytes) */
 #define FEAT_LIGER_FLCE (UINT64_C(1) << 39)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
@@ -225,12 +225,6 @@ static inline bool train_mixed(const struct train_config *c)
  * and PEFT's FSDP and ZeRO-3 QLoRA recipes run through it (docs/source/accelerate), so
  * method adp and offload are left out. */
 bool train_kbit_prepared(const struct train_config *c);
-/* Whether LoRA adapters on a k-bit base are bf16 (FEAT_KBIT_BF16_ADAPTERS), their
- * gradients and AdamW states too (zeros_like the parameter). */
-static inline bool train_adapters_bf16(const struct train_config *c)
-{
-    return (c->features & FEAT_KBIT_BF16_ADAPTERS) && c->finetune != FT_FULL && c->quant != QUANT_NONE;
-}
 /* ... whose norm weights are fp32 (both preparations) */
 static inline bool train_kbit_norms_fp32(const struct train_config *c)
 {
@@ -242,6 +236,12 @@ static inline bool train_kbit_ends_fp32(const struct train_config *c)
 {
     return train_kbit_prepared(c) &&
            ((c->features & FEAT_KBIT_PREP) || c->precision != PREC_BF16);
+}
+/* Whether LoRA adapters on a k-bit base are bf16 (FEAT_KBIT_BF16_ADAPTERS), their
+ * gradients and AdamW states too (zeros_like the parameter). */
+static inline bool train_adapters_bf16(const struct train_config *c)
+{
+    return (c->features & FEAT_KBIT_BF16_ADAPTERS) && c->finetune != FT_FULL && c->quant != QUANT_NONE;
 }
 /* Methods whose module lives in 16 bit, its fp32 master copy in the optimizer (DeepSpeed
  * ZeRO-1/2/3 and Megatron's distributed optimizer), as opposed to torch AMP's (or FSDP's
