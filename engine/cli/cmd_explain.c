@@ -85,6 +85,12 @@ static int measured_config(struct options *o, struct train_config *c, struct row
     if (o->nmodels || axis_values(&o->axes) > 0 || o->paper)
         return usage_error("explain", "--measured takes the model and the configuration from the row: "
                            "drop --model, --paper and the configuration options");
+    /* the row sets these too (its stack and features, data and alloc_conf columns); only a
+     * value other than the default shows that one was given */
+    if (o->axes.stack != STACK_HF || o->axes.data != DATA_VARIABLE || o->axes.alloc != ALLOC_DEFAULT ||
+        space_kernel_features(&o->axes))
+        return usage_error("explain", "--measured takes the stack, features, data shape and allocator from "
+                           "the row: drop --stack, --attention, --liger, --data and --alloc-conf");
     struct csv_table t;
     struct input_error e;
     if (csv_table_read(o->measured_csv, &t, &e) != 0 || csv_table_require(&t, measured_columns, &e) != 0) {

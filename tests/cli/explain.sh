@@ -153,6 +153,9 @@ expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id NO-SUCH-ROW
 expect_err "has no row with id 'NO-SUCH-ROW'"
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --model gpt2
 expect_err "drop --model"
+expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --stack torchtune
+expect_err "drop --stack, --attention, --liger, --data and --alloc-conf"
+expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --data packed
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --seq 1024
 expect_exit 3 "$BIN" explain --measured "$M/public-2.csv" --id TT-08
 expect_err "public-2.csv:9: row TT-08 cannot be explained: context parallelism is not modelled"
