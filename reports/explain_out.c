@@ -62,7 +62,8 @@ static void text_config(const struct explanation *x, FILE *f)
     fprintf(f, "model      %s (%s, %" PRId64 " parameters)\n", p->spec.name, p->spec.model_type, p->params);
     fprintf(f, "config     %s, %d GPU(s) (tp %d x dp %d", method_name(c->method), c->gpus, c->tp, c->dp);
     if (c->method == METHOD_PP)
-        fprintf(f, " x pp %d, %d micro-batches a step", train_pp(c), train_microbatches(c));
+        fprintf(f, " x pp %d, %d micro-batches a step%s", train_pp(c), train_microbatches(c),
+                train_pp_local(c) > 1 ? ", interleaved 1F1B" : "");
     fprintf(f, "), micro-batch %d, seq %d\n", c->micro_batch, c->seq_len);
     if (c->method == METHOD_OFFLOAD)
         fprintf(f, "           offload %s: %.3f GiB of host memory a GPU (%.3f GiB a node of %d)\n",
@@ -264,6 +265,7 @@ static json_t *inputs_json(const struct explanation *x)
     if (c->method == METHOD_PP) {
         json_object_set_new(inputs, "pp", json_integer(train_pp(c)));
         json_object_set_new(inputs, "pp_microbatches", json_integer(train_microbatches(c)));
+        json_object_set_new(inputs, "pp_schedule", json_string(train_pp_local(c) > 1 ? "interleaved" : "1f1b"));
     }
     if (c->method == METHOD_OFFLOAD)
         json_object_set_new(inputs, "offload", json_string(offload_name(c->offload)));

@@ -200,6 +200,45 @@ static void test_pipeline_merge(void **state)
     assert_int_equal(two.step_end, 0);
 }
 
+/* The interleaved schedule (memmodel.c interleaved_held) on an 8-block model, pp 2, m 2:
+ * torchtitan splits 4 stages of 2 blocks, rank 0 runs stages 0 and 2, rank 1 stages 1 and 3.
+ * Rank 0 warms up min((2 - 1) x 2 + 2 x (2 - 1 - 0), 2 x 2) = 4 forwards, all of them:
+ * s0m0, s0m1, s2m0, s2m1, 8 blocks held; then backwards s2m0, s2m1, s0m0 (4 held, 2 beside
+ * it), s0m1 (0 beside). Rank 1 warms up 2: s1m0, s1m1 (4 held), then forward s3m0 (6 held at
+ * its loss), backward s3m0, forward s3m1 (6), backward s3m1, backwards s1m0, s1m1. 1F1B on
+ * the same 2 stages of 4 blocks: 2 x 4 = 8, 4 beside, 4 at the loss. */
+static void test_pipeline_interleaved(void **state)
+{
+    (void)state;
+    struct model_plan p8;
+    assert_int_equal(llama_test_plan(&p8, "eight", (const int64_t[8]){8, 64, 4, 2, 16, 128, 1000, 128}), 0);
+    struct train_config c = titan_stages();
+    c.microbatches = 2;
+    struct mem_options mo;
+    mem_options_for_gpu(NULL, false, &mo);
+    struct mem_prepared mp;
+    memmodel_prepare(&p8, &c, &mo, &mp);
+    assert_true(mp.act_layers[0] == 8 && mp.act_extra_bwd == 4 && mp.act_layers[1] == 4);
+    c.features |= FEAT_PP_INTERLEAVED;
+    assert_null(train_config_check(&c, &p8.spec));
+    memmodel_prepare(&p8, &c, &mo, &mp);
+    assert_true(mp.act_layers[0] == 8 && mp.act_extra_bwd == 2 && mp.act_layers[1] == 6);
+    /* the other local stage's receive buffers (2 x m) and kept outputs (m), each [b, s, h]
+     * of 2 x 64 bytes a token: 6 x 128 more on each end rank than 1F1B's */
+    struct train_config one = c;
+    one.features &= ~FEAT_PP_INTERLEAVED;
+    struct mem_prepared m1;
+    memmodel_prepare(&p8, &one, &mo, &m1);
+    assert_int_equal(mp.cm_tok[PHASE_FORWARD] - m1.cm_tok[PHASE_FORWARD], 3 * 2 * 128);
+    assert_int_equal(mp.cm_tok[PHASE_LOSS] - m1.cm_tok[PHASE_LOSS], 3 * 2 * 128);
+    /* torch's requirement and torchtitan's stages */
+    c.microbatches = 3;
+    assert_non_null(train_config_check(&c, &p8.spec));
+    c.microbatches = 2, c.stack = STACK_HF;
+    assert_non_null(train_config_check(&c, &p8.spec));
+    plan_free(&p8);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_pipeline_fsdp_stages),
         cmocka_unit_test(test_pipeline_stage_io_kept),
         cmocka_unit_test(test_pipeline_merge),
+        cmocka_unit_test(test_pipeline_interleaved),
         cmocka_unit_test(test_pipeline_split),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -218,7 +218,8 @@ static void test_hierarchy(void **state)
 }
 
 /* 1F1B: 8 micro-batches over 4 stages take 11 slots of a quarter of a micro-batch's work;
- * the bubble is 3 of them, and a step carries 8 micro-batches of every DP rank. */
+ * the bubble is 3 of them, and a step carries 8 micro-batches of every DP rank. Interleaved
+ * (2 stages a rank): 8 x 2 + 3 = 19 slots of an eighth, the bubble 3 eighths. */
 static void test_pipeline_bubble(void **state)
 {
     (void)state;
@@ -237,6 +238,10 @@ static void test_pipeline_bubble(void **state)
     assert_float_equal(s.step_time_s, mb / 4.0 * 11.0, 1e-12);
     assert_float_equal(s.bubble_s, mb / 4.0 * 3.0, 1e-12);
     assert_float_equal(s.tokens_per_s, 2.0 * 2.0 * 8.0 * 512.0 / (mb / 4.0 * 11.0), 1e-3);
+    sp.pp_local = 2;
+    speed_eval(&c, &sp, &s);
+    assert_float_equal(s.step_time_s, mb / 8.0 * 19.0, 1e-12);
+    assert_float_equal(s.bubble_s, mb / 8.0 * 3.0, 1e-12);
 }
 
 /* Offload: the optimizer step leaves the GPU; the CPU step (30 bytes a parameter at 0.8 of

@@ -43,7 +43,7 @@ OUT_HEADER = [
 # Canonical order of feature flags; those from selective-ac on make a row unrepresentable.
 FEATURE_ORDER = [
     "compile", "compiled-loss", "flash-attn", "adapter-bf16", "lora-dropout", "grad-accum", "fsdp",
-    "fsdp-end-units", "fp8-allgather", "fp8-rowwise",
+    "fsdp-end-units", "fp8-allgather", "fp8-rowwise", "pp-interleaved",
     "selective-ac", "float8", "mxfp8", "rocm", "context-parallel", "pipeline-parallel",
 ]
 
@@ -302,6 +302,9 @@ def convert_row(row):
         if int(micro) % m:
             raise ValueError(rid + ": local batch not a multiple of the micro-batches")
         pp, pp_micro, micro = str(stages), str(m), str(int(micro) // m)
+        # torchtitan's pipeline_parallel_schedule as the table names it (Table 5's rows)
+        if "schedule 'Interleaved 1F1B'" in row["notes"]:
+            feats.append("pp-interleaved")
         notes.append("conversion: pipeline micro-batch = local batch %s / %d micro-batches"
                      % (row["micro_batch"], m))
     return [

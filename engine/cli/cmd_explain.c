@@ -57,7 +57,7 @@ static int single_config(const struct options *o, struct train_config *c)
     c->stack = o->paper ? STACK_COLOSSAL : o->axes.stack;
     c->data = o->axes.data;
     c->alloc = o->axes.alloc;
-    c->features = stack_features(c->stack) | space_kernel_features(&o->axes);
+    c->features = stack_features(c->stack) | space_features(&o->axes);
     if (o->paper && (c->precision != PREC_FP16 || c->finetune != FT_FULL || !c->grad_ckpt ||
                      c->optimizer != OPT_ADAMW)) {
         fputs("llmem-sweep: --paper covers fp16 mixed precision, full fine-tuning, "
@@ -88,7 +88,7 @@ static int measured_config(struct options *o, struct train_config *c, struct row
     /* the row sets these too (its stack and features, data and alloc_conf columns); only a
      * value other than the default shows that one was given */
     if (o->axes.stack != STACK_HF || o->axes.data != DATA_VARIABLE || o->axes.alloc != ALLOC_DEFAULT ||
-        space_kernel_features(&o->axes))
+        space_features(&o->axes))
         return usage_error("explain", "--measured takes the stack, features, data shape and allocator from "
                            "the row: drop --stack, --attention, --liger, --data and --alloc-conf");
     struct csv_table t;

@@ -241,6 +241,12 @@ static int set_attention(void *dst, const char *v)
     return strcmp(v, "sdpa") && strcmp(v, "eager") && strcmp(v, "flash") ? -1 : 0;
 }
 
+static int set_pp_schedule(void *dst, const char *v)
+{
+    ((struct options *)dst)->axes.pp_interleaved = !strcmp(v, "interleaved");
+    return strcmp(v, "1f1b") && strcmp(v, "interleaved") ? -1 : 0;
+}
+
 static int set_recipes(void *dst, const char *v)
 {
     ((struct options *)dst)->all_recipes = !strcmp(v, "all");
@@ -347,6 +353,7 @@ static const struct opt_row table[] = {
     FLAG("--paper", CMD_VALIDATE, V(paper)),
     INTS("--pp", axes.pp, 2, 4096),
     NUM("--pp-microbatches", SW, T_INT, O(axes.pp_microbatches), 1, 65536, NULL),
+    CALL("--pp-schedule", SW, set_pp_schedule),
     NAMES("--precision", axes.precisions, axes.nprecisions, precision_parse, PREC_COUNT),
     FLAG("--progress", CMD_SWEEP, O(progress)),
     NAMES("--quant", axes.quants, axes.nquants, quant_parse, QUANT_COUNT),
@@ -795,6 +802,8 @@ void options_usage(enum options_mode mode)
           "  --host-memory SIZE host memory of one node for offloaded states (default: not\n"
           "                     checked); offload layouts that need more do not fit\n"
           "  --pp-microbatches N  micro-batches of one pipelined step (default 4 x pp)\n"
+          "  --pp-schedule S    1f1b (default) or interleaved (torch pipelining's\n"
+          "                     ScheduleInterleaved1F1B, 2 stages a rank; --stack torchtitan)\n"
           "  --stack NAME       hf (default; transformers >= 4.54, torch >= 2.8), hf-4.49\n"
           "                     (4.49-4.53 or torch < 2.8), hf-4.46 (4.46-4.48),\n"
           "                     hf-4.31 (4.31-4.45), trl (TRL SFTTrainer >= 1.6), trl-0.22,\n"

@@ -66,6 +66,8 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"kbit-prep", FEAT_KBIT_PREP, FEAT_KBIT_TRL, NULL},
         /* HF Trainer / TRL use_liger_kernel=True (losspath.c LOSS_LIGER) */
         {"liger", FEAT_LIGER_FLCE, 0, NULL},
+        /* torch pipelining's ScheduleInterleaved1F1B (train.h FEAT_PP_INTERLEAVED) */
+        {"pp-interleaved", FEAT_PP_INTERLEAVED, 0, NULL},
         {"no-kbit-prep", 0, FEAT_KBIT_PREP | FEAT_KBIT_TRL, NULL},
         {"act-offload", 0, 0, "activation offloading to CPU is not modelled"},
         {"selective-ac", 0, 0, "selective (per-op) activation checkpointing is not modelled"},

@@ -761,6 +761,9 @@ static void comm_rows(struct build *b, const struct ctx *x)
         if (kept)
             tok_row(b, x, TERM_COMM, first ? "pipeline stage outputs (output_chunks)" : "pipeline input gradients (.grad)",
                     kept, 1, 0, 0, first ? SRC_PP_OUTS : SRC_PP_IGRAD);
+        if (!first && x->mp.pp_outs_last_tok) /* the interleaved schedule's other stages */
+            tok_row(b, x, TERM_COMM, "pipeline stage outputs (output_chunks)", x->mp.pp_outs_last_tok, 1, 0, 0,
+                    SRC_PP_OUTS);
     }
 }
 

@@ -58,20 +58,43 @@ static uint64_t accumulated_grads(const struct train_config *c, const struct res
 /* The batch-independent bytes of each phase (see enum mem_phase). Gradients are None
  * between steps (zero_grad(set_to_none=True)), optimizer states exist from the first
  * step on, so they are resident in every phase of the steady state. */
-/* Blocks of the first or the last pipeline stage (the two the phases read, pp_phases).
- * torchtitan without pipeline_parallel_split_points and a single-stage schedule
- * (parallelisms/pipelining_utils.py generate_split_points, the same at 68064737 and 9dec370):
- * base = L / pp blocks on the first stage, base + 1 on each middle stage while the
- * remainder L % pp lasts, the rest on the last, base + max(0, L % pp - (pp - 2));
- * Llama-3.1-405B's 126 blocks on 8 stages are 15, 16 x 6, 15. Elsewhere the uniform split,
- * ceil(L / pp) on the stages that bind (Megatron). */
+/* Blocks of stage k of S under torchtitan without pipeline_parallel_split_points
+ * (parallelisms/pipelining_utils.py generate_split_points, the same at 68064737 and 9dec370;
+ * S = pp, or pp x 2 for a multi-stage schedule): base = L / S blocks on the first stage,
+ * base + 1 on each middle stage while the remainder L % S lasts, the rest on the last,
+ * base + max(0, L % S - (S - 2)); Llama-3.1-405B's 126 blocks on 8 stages are 15, 16 x 6, 15. */
+static int32_t titan_split(int32_t L, int32_t stages, int32_t k)
+{
+    const int32_t base = L / stages, extra = L % stages;
+    if (k == 0)
+        return base;
+    if (k < stages - 1)
+        return base + (k <= extra ? 1 : 0);
+    return base + (extra > stages - 2 ? extra - (stages - 2) : 0);
+}
+
+/* ... a rank's blocks: under the interleaved schedule (train_pp_local) torchtitan splits
+ * over pp x 2 stages and rank r runs stages r and r + pp (stage_ids_this_rank "loop"):
+ * Llama-3.1-405B on 8 ranks, 16 stages of 7, 8 x 14, 7: 7 + 8 on the first, 8 + 7 on the
+ * last. Local stage j of the first or the last rank: pp_local_layers. */
+static int32_t pp_local_layers(const struct model_plan *p, const struct train_config *c, bool last, int32_t j)
+{
+    const int32_t pp = train_pp(c), v = train_pp_local(c);
+    return titan_split((int32_t)p->spec.layers, pp * v, (last ? pp - 1 : 0) + j * pp);
+}
+
+/* Blocks of the first or the last pipeline rank (the two the phases read, pp_phases): the
+ * torchtitan split, elsewhere the uniform one, ceil(L / pp) on the stages that bind
+ * (Megatron). */
 static int32_t pp_stage_layers(const struct model_plan *p, const struct train_config *c, bool last)
 {
     const int32_t pp = train_pp(c), L = (int32_t)p->spec.layers;
     if (c->stack != STACK_TORCHTITAN || pp < 2)
         return (L + pp - 1) / pp;
-    const int32_t base = L / pp, extra = L % pp;
-    return last && extra > pp - 2 ? base + extra - (pp - 2) : base;
+    int32_t n = 0;
+    for (int32_t j = 0; j < train_pp_local(c); j++)
+        n += pp_local_layers(p, c, last, j);
+    return n;
 }
 
 /* What an FSDP2-sharded pipeline stage (torchtitan) keeps unsharded through the step.
@@ -120,6 +143,43 @@ static void pp_stage(const struct model_plan *p, const struct train_config *c,
         fsdp_stage_held(p, c, last, per * (double)p->layer_p + ends, all->trained * tshare, r);
 }
 
+/* The blocks a rank of the interleaved schedule holds, in torch pipelining's order
+ * (pytorch/pytorch torch/distributed/pipelining/schedules.py ScheduleInterleaved1F1B.
+ * _calculate_single_rank_operations and _get_1f1b_rank_ops, the 2024 version torchtitan
+ * 9dec370 ran): min((v - 1) pp + 2 (pp - 1 - rank), m v) warm-up forwards, then a forward
+ * and a backward in turn, then the remaining backwards; forward op f runs local stage
+ * (f / pp) mod v, backward op b local stage v - 1 - (b / pp) mod v, each on its next
+ * micro-batch. A forward keeps its chunk's block inputs until that chunk's backward. Out:
+ * the most blocks held (held[0]), the most at a forward of the rank's last local stage, its
+ * loss on the last rank (held[1]), and the most beside a backward of its first local stage,
+ * less that chunk (held[2]). */
+static void interleaved_held(const struct model_plan *p, const struct train_config *c, bool last,
+                             int32_t held[3])
+{
+    const int32_t pp = train_pp(c), v = train_pp_local(c), m = train_microbatches(c);
+    const int32_t rank = last ? pp - 1 : 0, total = m * v;
+    int32_t warm = (v - 1) * pp + 2 * (pp - 1 - rank);
+    warm = warm < total ? warm : total;
+    int32_t now = 0, f = 0, b = 0;
+    held[0] = held[1] = held[2] = 0;
+    /* the op list: warm forwards, (forward, backward) x (total - warm), warm backwards */
+    for (int32_t op = 0; op < 2 * total; op++) {
+        const bool forward = op < warm ? true : op < 2 * total - warm ? (op - warm) % 2 == 0 : false;
+        if (forward) {
+            const int32_t j = (f++ / pp) % v;
+            now += pp_local_layers(p, c, last, j);
+            held[0] = now > held[0] ? now : held[0];
+            if (j == v - 1)
+                held[1] = now > held[1] ? now : held[1];
+        } else {
+            const int32_t j = v - 1 - (b++ / pp) % v, n = pp_local_layers(p, c, last, j);
+            if (j == 0)
+                held[2] = now - n > held[2] ? now - n : held[2];
+            now -= n;
+        }
+    }
+}
+
 /* 1F1B (Megatron schedules.py forward_backward_pipelining_without_interleaving; torch
  * pipelining Schedule1F1B, which torchtitan runs): stage s runs min(pp - s, m) warm-up
  * forwards before its first backward, so the first stage holds the activations of
@@ -148,6 +208,14 @@ static void pp_phases(const struct model_plan *p, const struct train_config *c,
     mp->act_layers[0] = first * inflight;
     mp->act_layers[1] = pp_stage_layers(p, c, true);
     mp->act_extra_bwd = first * (inflight - 1);
+    if (train_pp_local(c) > 1) {
+        int32_t hf[3], hl[3];
+        interleaved_held(p, c, false, hf);
+        interleaved_held(p, c, true, hl);
+        mp->act_layers[0] = hf[0];
+        mp->act_extra_bwd = hf[2];
+        mp->act_layers[1] = hl[1];
+    }
     mp->tail_fwd = false;
 }
 
@@ -358,6 +426,23 @@ static void pp_stage_io_kept(const struct train_config *c, uint64_t m, uint64_t 
     mp->pp_igrad_last_tok = (m > 0 ? m - 1 : 0) * io;
 }
 
+/* The interleaved schedule's other local stages (train_pp_local): each is a middle stage of
+ * the pipeline, with m input and m gradient receive buffers (_prepare_forward_infra,
+ * _prepare_backward_infra, as pp_stage_io_kept cites) and, before pytorch PR #153383, its m
+ * outputs in output_chunks; the first rank's first stage has gradient buffers and kept
+ * outputs already counted, its last rank's last stage input buffers. The other stages'
+ * input gradients (.grad of their receive buffers) are left out: their backwards come
+ * after the last stage's loss in each round. */
+static void pp_interleaved_io(const struct train_config *c, uint64_t m, uint64_t io, struct mem_prepared *mp)
+{
+    const uint64_t other = (uint64_t)(train_pp_local(c) - 1);
+    const uint64_t outs = (c->features & FEAT_FSDP_END_UNITS) ? 0 : other * m * io;
+    mp->pp_recv_first_tok += 2 * other * m * io;
+    mp->pp_recv_last_tok += 2 * other * m * io;
+    mp->pp_outs_first_tok += outs;
+    mp->pp_outs_last_tok = outs;
+}
+
 static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
                               struct mem_prepared *mp)
 {
@@ -407,6 +492,7 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
         mp->pp_recv_first_tok = m * io;
         mp->pp_recv_last_tok = ((c->grad_ckpt || c->ckpt_selective) && m > 0 ? m - 1 : m) * io;
         pp_stage_io_kept(c, m, io, mp);
+        pp_interleaved_io(c, m, io, mp);
     }
     kept_outputs(p, c, ea, mp);
 }
@@ -567,8 +653,8 @@ static void point_coeffs(struct mem_prepared *mp)
     /* the stage outputs and input gradients torch's pipelining keeps (pp_stage_io_kept) */
     mp->cm_tok[PHASE_FORWARD] = bytes_add(mp->cm_tok[PHASE_FORWARD], mp->pp_outs_first_tok);
     mp->cm_tok[PHASE_BWD_FIRST] = bytes_add(mp->cm_tok[PHASE_BWD_FIRST], mp->pp_outs_first_tok);
-    mp->cm_tok[PHASE_LOSS] = bytes_add(mp->cm_tok[PHASE_LOSS], mp->pp_igrad_last_tok);
-    mp->cm_tok[PHASE_BWD_LAST] = bytes_add(mp->cm_tok[PHASE_BWD_LAST], mp->pp_igrad_last_tok);
+    mp->cm_tok[PHASE_LOSS] = bytes_add(mp->cm_tok[PHASE_LOSS], mp->pp_igrad_last_tok + mp->pp_outs_last_tok);
+    mp->cm_tok[PHASE_BWD_LAST] = bytes_add(mp->cm_tok[PHASE_BWD_LAST], mp->pp_igrad_last_tok + mp->pp_outs_last_tok);
     /* logits per vocab entry outside the loss path: those a loop keeps past the loss
      * (kept_outputs, kept_logits; inside the loss path at the loss itself), the evaluation
      * pass's */

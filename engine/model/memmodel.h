@@ -113,6 +113,8 @@ struct mem_prepared {
                                    output of every micro-batch, kept in output_chunks */
     uint64_t pp_igrad_last_tok; /* ... the last stage's input gradients of the micro-batches
                                    already backwarded, kept as the receive buffers' .grad */
+    uint64_t pp_outs_last_tok;  /* ... the last rank's other local stages' outputs (the
+                                   interleaved schedule: memmodel.c pp_interleaved_io) */
     uint64_t pp_merge_tok;   /* pp (torch pipelining, default allocator): the step's merged
                                 result of the last stage's outputs, per token of a micro-batch
                                 and vocab entry, where no earlier request of the step can have

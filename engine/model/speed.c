@@ -643,6 +643,7 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     sp->host_s = kernels_fwd(m, c, gemms) * (elem_passes + 2.0) * SPEED_LAUNCH_S;
     sp->pp = train_pp(c);
     sp->pp_micro = train_microbatches(c);
+    sp->pp_local = train_pp_local(c);
     prepare_comm(p, c, g, &eff, trained, fwd_passes, sp);
     speed_fold(sp);
 }
@@ -729,18 +730,22 @@ void speed_fold(struct speed_prepared *sp)
  * slot one micro-batch through one stage (1/pp of the blocks: per-micro-batch GPU time and
  * TP communication / pp) plus its blocking send and receive; the bubble is the pp - 1
  * slots beyond m, (pp - 1) / (m + pp - 1) of the step (Megatron schedules.py; Narayanan et
- * al. 2021, section 2.2). The optimizer step and the DP collectives follow once. */
+ * al. 2021, section 2.2). With v stages a rank (the interleaved schedule) a slot is one
+ * micro-batch through one of pp v stages and there are m v + pp - 1 of them: the bubble
+ * shrinks v times, the sends and receives grow v times (Narayanan et al. 2021, section
+ * 2.2.2). The optimizer step and the DP collectives follow once. */
 static void eval_pipeline(const struct speed_prepared *sp, double tok, double mb_gpu,
                           struct speed_estimate *s)
 {
-    const double pp = (double)sp->pp, m = (double)sp->pp_micro, slots = m + pp - 1.0;
+    const double pp = (double)sp->pp, m = (double)sp->pp_micro, v = sp->pp_local > 1 ? (double)sp->pp_local : 1.0;
+    const double slots = m * v + pp - 1.0;
     const double tp_comm = sp->act_comm_fixed_s + sp->act_comm_tok * tok;
     const double p2p = sp->p2p_fixed_s + sp->p2p_tok * tok;
-    const double slot = (mb_gpu + tp_comm) / pp + p2p;
+    const double slot = (mb_gpu + tp_comm) / (pp * v) + p2p;
     s->flops *= m / pp;
     s->compute_s *= m / pp;
     s->memory_s = sp->elem_s_tok * tok * m / pp + sp->fixed_s;
-    s->bubble_s = (pp - 1.0) * (mb_gpu + tp_comm) / pp;
+    s->bubble_s = (pp - 1.0) * (mb_gpu + tp_comm) / (pp * v);
     s->comm_s = slots * p2p + m * tp_comm / pp + sp->comm_post_s;
     s->step_time_s = slot * slots + sp->fixed_s + sp->comm_post_s;
 }

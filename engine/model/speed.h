@@ -149,6 +149,7 @@ struct speed_prepared {
     double comm_sm_share;    /* share of the SMs NCCL's kernels hold while an overlapped
                                 collective runs (speed_nccl_sm_share) */
     int pp, pp_micro;        /* pipeline stages and micro-batches per step (1, 1 without) */
+    int pp_local;            /* stages a rank runs (2 under the interleaved schedule) */
     double p2p_tok, p2p_fixed_s; /* a stage's send + receive per micro-batch: s/token, latency */
     double act_comm_tok;     /* TP all-reduce seconds per token (exposed) */
     double act_comm_fixed_s; /* their latency per step */

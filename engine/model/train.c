@@ -304,6 +304,13 @@ const char *train_config_check(const struct train_config *c, const struct model_
     const char *tp = train_tp_check(c, m);
     if (tp)
         return tp;
+    /* ScheduleInterleaved1F1B: "Interleaved 1F1B requires the number of microbatches to be a
+     * multiple of the number of pipeline ranks"; torchtitan's split needs a block a stage */
+    if (train_pp_local(c) > 1 &&
+        (c->stack != STACK_TORCHTITAN || train_microbatches(c) % train_pp(c) != 0 ||
+         (int64_t)train_pp(c) * train_pp_local(c) > m->layers))
+        return "the interleaved pipeline schedule is modelled for --stack torchtitan, with "
+               "micro-batches a multiple of pp and a block for each of the 2 x pp stages";
     if (c->ep > 1 && (!model_is_moe(m) || c->dp % c->ep != 0 || m->experts % c->ep != 0 ||
                       c->method == METHOD_SINGLE || c->method == METHOD_TP))
         return "ep needs a MoE model, a data-parallel method, and must divide dp and the "

@@ -167,6 +167,11 @@ bool stack_hf_bool_mask(enum stack s);
  * the lm_head and the loss in chunks, no N x V tensor (losspath.c LOSS_LIGER, memmodel.c
  * liger_coeffs, mempoint.c memmodel_liger_bytes) */
 #define FEAT_LIGER_FLCE (UINT64_C(1) << 39)
+/* torch pipelining's ScheduleInterleaved1F1B (torchtitan pipeline_parallel_schedule
+ * "Interleaved1F1B"): two stages a rank, looped (pipelining_utils.py stage_ids_this_rank
+ * "loop": rank r runs stages r and r + pp), the blocks split over pp x 2 stages
+ * (generate_split_points with num_stages_per_rank 2); train_pp_local */
+#define FEAT_PP_INTERLEAVED (UINT64_C(1) << 40)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))
@@ -202,6 +207,11 @@ static inline int32_t train_pp(const struct train_config *c) { return c->pp > 1 
 static inline int32_t train_microbatches(const struct train_config *c)
 {
     return c->pp > 1 && c->microbatches > 1 ? c->microbatches : 1;
+}
+/* Pipeline stages a rank runs: 2 under the interleaved schedule, else 1. */
+static inline int32_t train_pp_local(const struct train_config *c)
+{
+    return c->method == METHOD_PP && train_pp(c) > 1 && (c->features & FEAT_PP_INTERLEAVED) ? 2 : 1;
 }
 /* A training loop under Lightning Fabric, as litgpt's finetune scripts run (2024: lit-gpt
  * 8641822, litgpt 5895df10): _FabricModule.forward's convert_output returns fp32 logits,

@@ -98,9 +98,10 @@ static bool listed_or_empty(const struct int_list *l, int32_t v)
     return false;
 }
 
-uint64_t space_kernel_features(const struct space_axes *o)
+uint64_t space_features(const struct space_axes *o)
 {
-    return (o->eager ? FEAT_EAGER_ATTN : 0) | (o->flash ? FEAT_FLASH_ATTN : 0) | (o->liger ? FEAT_LIGER_FLCE : 0);
+    return (o->eager ? FEAT_EAGER_ATTN : 0) | (o->flash ? FEAT_FLASH_ATTN : 0) | (o->liger ? FEAT_LIGER_FLCE : 0) |
+           (o->pp_interleaved ? FEAT_PP_INTERLEAVED : 0);
 }
 
 /* The configuration of a layout before the tuning axes are set. */
@@ -108,7 +109,7 @@ static struct train_config layout_config(const struct space_axes *o, enum method
 {
     struct train_config c = {.method = m, .gpus = n, .ep = 1, .stack = o->stack,
                              .data = o->data, .alloc = o->alloc};
-    c.features = stack_features(o->stack) | space_kernel_features(o);
+    c.features = stack_features(o->stack) | space_features(o);
     c.micro_batch = c.seq_len = 1;
     c.finetune = FT_FULL; /* the layout check ignores the tuning fields */
     c.offload = m == METHOD_OFFLOAD ? o->offload : OFFLOAD_NONE;

@@ -44,6 +44,7 @@ struct space_axes {
     bool eager;            /* eager attention instead of SDPA */
     bool flash;            /* the flash-attn package: K and V at their KV width (GQA) */
     bool liger;            /* Liger's fused linear cross-entropy (HF Trainer use_liger_kernel) */
+    bool pp_interleaved;   /* the interleaved pipeline schedule (--pp-schedule interleaved) */
     enum data_shape data;
     enum alloc_conf alloc;
 };
@@ -87,9 +88,9 @@ static inline uint64_t space_points(const struct space *s)
     return (uint64_t)s->nouter * (uint64_t)s->nseq * (uint64_t)s->nbatch;
 }
 
-/* The feature bits of the kernels asked for (--attention eager|flash, --liger), which every
- * configuration of these axes adds to its stack's. */
-uint64_t space_kernel_features(const struct space_axes *o);
+/* The feature bits the command line asks for (--attention eager|flash, --liger,
+ * --pp-schedule interleaved), which every configuration of these axes adds to its stack's. */
+uint64_t space_features(const struct space_axes *o);
 
 /* When space_build finds no configuration: why, per method and GPU count, for model p
  * ("tp on 16 GPU(s): tp must divide ..."), written into buf (truncated to n). */
