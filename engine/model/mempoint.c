@@ -109,7 +109,9 @@ static uint64_t plain_limit(const struct mem_prepared *mp, const struct mem_seq 
     for (int k = 0; k < mp->nphases; k++) {
         const int ph = mp->phases[k];
         const double act = (double)(ms->act[0][ph] > ms->act[1][ph] ? ms->act[0][ph] : ms->act[1][ph]);
-        const double per = act + (double)mp->cm_tok[ph] +
+        /* Liger's chunk is at most a token's logits, beside its input gradient */
+        const double liger = mp->liger_inc ? v * mp->liger_ea + (double)mp->liger_h * (mp->liger_ea + mp->liger_er) : 0;
+        const double per = act + (double)mp->cm_tok[ph] + liger +
                            v * ((double)mp->lg_tok[ph] + q + (double)mp->pp_out_tok * (double)mp->pp_out_n);
         const double f = (double)mp->fixed_r[ph] + seg * (4.0 + (double)mp->pp_out_n);
         fmax = f > fmax ? f : fmax;
