@@ -329,8 +329,9 @@ uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
     const int kv = seq_kv(mp, c);
     const uint64_t *act = ms->act[kv];
     const uint64_t outs_r = mp->pp_out_n ? memmodel_round(entries * mp->pp_out_tok) * (uint64_t)mp->pp_out_n : 0;
-    const uint64_t loss = bytes_scale(entries, mp->logits_need_tok[losspath_batch_bucket(c->micro_batch)]) + outs_r +
-                          memmodel_liger_bytes(mp, t, true);
+    uint64_t loss = bytes_scale(entries, mp->logits_need_tok[losspath_batch_bucket(c->micro_batch)]) + outs_r;
+    if (mp->liger_inc) /* the same for all of a configuration's points: the branch predicts */
+        loss += memmodel_liger_bytes(mp, t, true);
     uint64_t held = 0;
     for (int k = 0; k < ms->nphases[kv]; k++) {
         /* the zero tests skip terms a configuration does not have (the same for all its
