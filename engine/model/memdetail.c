@@ -487,23 +487,15 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
     case PHASE_LOSS:
         f->grads = first ? 0 : acc;
         /* memmodel.c fixed_phases: Liger's fused loss makes the lm_head's gradient */
-        if (ph == PHASE_LOSS && c->finetune == FT_FULL &&
-            losspath_select(c, x->p->spec.model_type) == LOSS_LIGER) {
-            const struct model_plan *p = x->p;
-            const uint64_t gb = train_master_in_optimizer(c) ? (c->precision == PREC_FP32 ? 4 : 2)
-                                                             : memmodel_trained_bytes(c);
-            f->head_grad = (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * gb;
-        }
+        if (ph == PHASE_LOSS && losspath_select(c, x->p->spec.model_type) == LOSS_LIGER)
+            f->head_grad = memmodel_head_grad_bytes(x->p, c);
         break;
     case PHASE_BWD_LAST:
         if (acc) {
             f->grads = first ? acc / (uint64_t)x->p->spec.layers : acc;
             f->root_hold = r->root_hold;
-        } else if (c->finetune == FT_FULL) {
-            const uint64_t gb = train_master_in_optimizer(c) ? (c->precision == PREC_FP32 ? 4 : 2)
-                                                             : memmodel_trained_bytes(c);
-            const struct model_plan *p = x->p;
-            f->head_grad = (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * gb;
+        } else {
+            f->head_grad = memmodel_head_grad_bytes(x->p, c);
         }
         break;
     case PHASE_BWD_FIRST:

@@ -234,10 +234,8 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
         return;
     }
     const uint64_t amp_fwd = c->grad_ckpt ? r.amp_one : r.amp_all;
-    const uint64_t gbytes = train_master_in_optimizer(c) ? (c->precision == PREC_FP32 ? 4 : 2)
-                                                         : memmodel_trained_bytes(c);
-    uint64_t head_grad = c->finetune == FT_FULL
-        ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * gbytes : 0;
+    const uint64_t head_w_grad = memmodel_head_grad_bytes(p, c);
+    uint64_t head_grad = head_w_grad;
     /* accumulating micro-batches keeps the summed gradients through the next forward */
     const uint64_t acc_grad = (c->features & FEAT_GRAD_ACCUM) ? accumulated_grads(c, &r) : 0;
     const uint64_t bwd_grad = acc_grad > r.g ? acc_grad : r.g;
@@ -255,8 +253,7 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     set_phase(mp, PHASE_FORWARD, r.w, held_grad, r.o, amp_fwd + (head_fwd ? r.dequant_head : r.dequant),
               r.gather_fwd + r.bucket);
     /* Liger's fused loss makes a trained lm_head's gradient in its forward (liger_coeffs) */
-    const uint64_t liger_grad = losspath_select(c, p->spec.model_type) == LOSS_LIGER && c->finetune == FT_FULL
-        ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * gbytes : 0;
+    const uint64_t liger_grad = losspath_select(c, p->spec.model_type) == LOSS_LIGER ? head_w_grad : 0;
     set_phase(mp, PHASE_LOSS, r.w, held_grad + liger_grad, r.o,
               amp_fwd + (train_fabric_loop(c) ? 0 : r.dequant_head) + r.amp_head, r.gather_fwd + r.bucket);
     /* FSDP1 (root_grads): the lm_head's gradient piece is held through backward, beside the
@@ -346,6 +343,15 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
         .g_frozen = r.g_frozen,
     };
     resident_shard_kind(c, &out->zero3, &out->ds);
+}
+
+uint64_t memmodel_head_grad_bytes(const struct model_plan *p, const struct train_config *c)
+{
+    if (c->finetune != FT_FULL)
+        return 0;
+    const uint64_t gb = train_master_in_optimizer(c) ? (c->precision == PREC_FP32 ? 4 : 2)
+                                                     : memmodel_trained_bytes(c);
+    return (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * gb;
 }
 
 bool memmodel_head_in_forward(const struct train_config *c, uint64_t dequant, uint64_t dequant_head)

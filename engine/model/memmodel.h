@@ -182,6 +182,9 @@ struct mem_resident {
  * PEFT adapters), and of a frozen weight: quantized (a block Linear of a QLoRA base: NF4's
  * 4 bits and absmax, int8 without its row scales) or in the frozen dtype. */
 uint64_t memmodel_trained_bytes(const struct train_config *c);
+/* @return the bytes of the lm_head weight's gradient on one GPU in full training (a tied
+ *         head's is the embedding's), in the gradient dtype; 0 for LoRA and QLoRA. */
+uint64_t memmodel_head_grad_bytes(const struct model_plan *p, const struct train_config *c);
 double memmodel_frozen_elem_bytes(const struct train_config *c, bool quantized);
 enum mem_stage { MEM_STAGE_ALL, MEM_STAGE_FIRST, MEM_STAGE_LAST };
 void memmodel_resident(const struct model_plan *p, const struct train_config *c, enum mem_stage stage,
