@@ -450,10 +450,9 @@ static void pp_interleaved_io(const struct train_config *c, uint64_t m, uint64_t
 }
 
 static void activation_coeffs(const struct model_plan *p, const struct train_config *c,
-                              struct mem_prepared *mp)
+                              const struct mem_act_tok *blk, struct mem_prepared *mp)
 {
-    struct mem_act_tok a;
-    act_block_tok(p, c, &a);
+    const struct mem_act_tok a = *blk;
     const uint64_t ea = a.ea, er = a.er, h = (uint64_t)p->spec.hidden, i = (uint64_t)p->inter_active;
     const uint64_t tp = (uint64_t)c->tp, sp = act_seq_parallel(c), norm = a.norm;
     /* the repeated K and V are added per point when the micro-batch pads (act_kv_repeat) */
@@ -542,18 +541,16 @@ static void pp_merge(const struct model_plan *p, const struct train_config *c, s
  * in chunks of next_power_of_2(cdiv(N, cdiv(V, h))) tokens (at most N), each chunk's logits
  * `_input_chunk @ weight.t()` in the compute dtype (the cross-entropy kernel writes their
  * gradient in place) and its input gradient `grad_logits_chunk @ weight`, one chunk at a
- * time (mempoint.c liger_bytes); a trained lm_head's grad_weight = zeros_like(weight) from
+ * time (mempoint.c memmodel_liger_bytes); a trained lm_head's grad_weight = zeros_like(weight) from
  * the loss on (fixed_phases). LigerForCausalLMLoss pads the labels and views the hidden
  * states (transformers/model/loss_utils.py @1226bba2): no N x V tensor beyond a chunk. */
-static void liger_coeffs(const struct model_plan *p, const struct train_config *c, struct mem_prepared *mp)
+static void liger_coeffs(const struct model_plan *p, const struct mem_act_tok *a, struct mem_prepared *mp)
 {
-    struct mem_act_tok a;
-    act_block_tok(p, c, &a);
     const uint64_t h = (uint64_t)p->spec.hidden;
     mp->liger_inc = ((uint64_t)mp->vocab + h - 1) / h;
     mp->liger_h = (uint32_t)h;
-    mp->liger_ea = (uint32_t)a.ea;
-    mp->liger_er = (uint32_t)a.er;
+    mp->liger_ea = (uint32_t)a->ea;
+    mp->liger_er = (uint32_t)a->er;
 }
 
 /* What a validation pass holds per token and vocab entry: its logits and their log_softmax
@@ -576,7 +573,7 @@ static uint64_t eval_logits(const struct train_config *c, uint32_t ea)
  * allocated peak of its N x V tensors and what the caching allocator reserves for them for
  * the data shape and allocator configuration; a validation pass's (eval_logits). */
 static void logits_coeffs(const struct model_plan *p, const struct train_config *c,
-                          struct mem_prepared *mp)
+                          const struct mem_act_tok *blk, struct mem_prepared *mp)
 {
     const uint32_t ea = c->precision == PREC_FP32 ? 4 : 2;
     struct loss_cost cost;
@@ -591,7 +588,7 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
     memcpy(mp->logits_need_tok, cost.needed, sizeof mp->logits_need_tok);
     mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? eval_logits(c, ea) : 0;
     if (lp == LOSS_LIGER)
-        liger_coeffs(p, c, mp);
+        liger_coeffs(p, blk, mp);
     /* torch.distributed.pipelining keeps every micro-batch's output of the last stage for
      * the step's merged result: _PipelineStageBase.forward_one_chunk appends it to
      * self.output_chunks (`if self.is_last`: "Output chunks is only used for the last
@@ -715,8 +712,10 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
     }
     fixed_phases(p, c, mp);
     fsdp2_side_pool(p, c, mp);
-    activation_coeffs(p, c, mp);
-    logits_coeffs(p, c, mp);
+    struct mem_act_tok blk; /* one block's saved tensors per token (activations.h) */
+    act_block_tok(p, c, &blk);
+    activation_coeffs(p, c, &blk, mp);
+    logits_coeffs(p, c, &blk, mp);
     point_coeffs(mp);
     replay_setup(p, c, mp);
 }

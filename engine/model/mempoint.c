@@ -164,8 +164,9 @@ void memmodel_seq(const struct mem_prepared *mp, int32_t seq_len, struct mem_seq
         peak_phases(mp, ms->act[v], ms->phases[v], &ms->nphases[v]);
 }
 
-/* Which of ms->act applies: K and V repeated before SDPA, unless only padded batches of
- * several samples repeat them and this one holds one sample (act_kv_repeat). */
+/* Which of ms->act applies: K and V repeated before SDPA (and SDPA's mask copy), unless only
+ * padded batches of several samples have them and this one holds one sample (act_kv_repeat,
+ * act_sdpa_mask). */
 static int seq_kv(const struct mem_prepared *mp, const struct train_config *c)
 {
     return !mp->kv_rep_padded || c->micro_batch > 1;

@@ -10,8 +10,8 @@
 
 /* The activations per token of each phase at one sequence length: the sweep computes them
  * once per sequence length, memmodel_peak multiplies them by micro-batch x sequence. act[1]
- * holds K and V repeated before SDPA, act[0] not (padded batches of one sample, see
- * kv_rep_padded). */
+ * holds what a padded batch of several samples adds (K and V repeated before SDPA, SDPA's
+ * copy of the mask), act[0] not (a batch of one sample, see kv_rep_padded). */
 struct mem_seq {
     int32_t seq_len;
     uint64_t act[2][PHASE_COUNT];
