@@ -340,6 +340,46 @@ static void test_trace_driver(void **state)
     assert_int_equal(r.failed_event, 0);
 }
 
+/* The rule behind memmodel.c pp_merge: a request larger than every earlier one finds no
+ * cached block and adds its own segment. The last pipeline stage's logits-sized requests,
+ * E = 2^28 entries a unit: 8 micro-batches each keep their 2-byte output (output_chunks) and
+ * run the loss-parallel path (losspath.c: 4-byte upcast, shifted, exp, result; backward
+ * zeros, exp, sum, gradient; the 2-byte cast back). Reserved is 34 E before the merge, as
+ * the phases count it (18 for the path + 8 x 2), and the merged 16 E, larger than any
+ * earlier request, adds exactly 16 E; on the next step everything is served from cache. */
+static void test_merge_after_pipeline(void **state)
+{
+    (void)state;
+    static allocsim_block many[1024];
+    allocsim_state st;
+    const allocsim_config cfg = {0, 0, 0};
+    assert_int_equal(allocsim_init(&st, &cfg, many, 1024), ALLOCSIM_OK);
+    const uint64_t E = UINT64_C(1) << 28;
+    uint32_t out[8], s[10], merged;
+    for (int step = 0; step < 2; step++) {
+        for (int k = 0; k < 8; k++) {
+            out[k] = alloc_ok(&st, 2 * E);
+            s[1] = alloc_ok(&st, 4 * E), s[2] = alloc_ok(&st, 4 * E), s[3] = alloc_ok(&st, 4 * E);
+            free_ok(&st, s[3]);
+            s[4] = alloc_ok(&st, 4 * E);
+            free_ok(&st, s[2]), free_ok(&st, s[1]);
+            s[5] = alloc_ok(&st, 4 * E), s[6] = alloc_ok(&st, 4 * E), s[7] = alloc_ok(&st, 4 * E);
+            free_ok(&st, s[6]);
+            s[8] = alloc_ok(&st, 4 * E);
+            free_ok(&st, s[7]), free_ok(&st, s[5]), free_ok(&st, s[4]);
+            s[9] = alloc_ok(&st, 2 * E);
+            free_ok(&st, s[8]), free_ok(&st, s[9]);
+        }
+        const uint64_t before = allocsim_get_stats(&st)->peak_reserved;
+        assert_int_equal(before, (step ? 50 : 34) * E);
+        merged = alloc_ok(&st, 16 * E);
+        free_ok(&st, merged);
+        assert_int_equal(allocsim_get_stats(&st)->peak_reserved, 50 * E);
+        for (int k = 0; k < 8; k++)
+            free_ok(&st, out[k]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -358,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_workspace_and_bad_arguments),
         cmocka_unit_test(test_double_free),
         cmocka_unit_test(test_trace_driver),
+        cmocka_unit_test(test_merge_after_pipeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
