@@ -71,8 +71,8 @@ static void text_config(const struct explanation *x, FILE *f)
     fprintf(f, "           %s, %s", precision_name(c->precision), finetune_name(c->finetune));
     if (c->finetune != FT_FULL)
         fprintf(f, " r=%d on %s, base %s", c->lora_r, x->targets, quant_name(c->quant));
-    fprintf(f, ", checkpointing %s, %s, stack %s%s%s\n", ckpt_mode_name(c),
-            optimizer_name(c->optimizer), stack_name(c->stack),
+    fprintf(f, ", checkpointing %s, %s%s, stack %s%s%s\n", ckpt_mode_name(c),
+            optimizer_name(c->optimizer), (c->features & FEAT_PAGED_OPT) ? " (paged)" : "", stack_name(c->stack),
             (c->features & FEAT_LIGER_FLCE) ? "+liger" : "", x->par.paper ? " (--paper)" : "");
     fprintf(f, "           %s batches, %s allocator\n", data_shape_name(c->data), alloc_conf_name(c->alloc));
     if (x->moe)
@@ -161,6 +161,11 @@ static void text_verdict(const struct explanation *x, FILE *f)
     if (x->side_pool)
         fprintf(f, "\nside pool  %.3f GiB reserved by FSDP2's all-gather copy-in stream (in every phase's "
                 "reserved, not in allocated)", units_gib(x->side_pool));
+    if (x->paged)
+        fprintf(f, "\npaged      %.3f GiB of optimizer states in managed memory (bitsandbytes): %.3f GiB on the "
+                "GPU beside the reserved pool, %.3f GiB to host and back each step; the largest parameter's "
+                "%.3f GiB must fit (in device)", units_gib(x->paged), units_gib(x->paged - e->paged_moved),
+                units_gib(e->paged_moved), units_gib(x->paged_one));
     if (e->step_end)
         fprintf(f, "\nstep end   %.3f GiB reserved after the phases: torch pipelining's merged result of the "
                 "last stage's outputs, a segment of its own (in reserved, not in allocated)", units_gib(e->step_end));
@@ -325,6 +330,11 @@ int explain_write_json(const struct explanation *x, FILE *f)
         json_object_set_new(root, "host_budget_bytes", json_integer((json_int_t)x->host_budget));
     if (e->step_end)
         json_object_set_new(root, "step_end_reserved_bytes", json_integer((json_int_t)e->step_end));
+    if (x->paged) { /* paged optimizers only, so other outputs keep their bytes */
+        json_object_set_new(root, "paged_bytes", json_integer((json_int_t)x->paged));
+        json_object_set_new(root, "paged_moved_bytes", json_integer((json_int_t)e->paged_moved));
+        json_object_set_new(root, "paged_largest_bytes", json_integer((json_int_t)x->paged_one));
+    }
     json_object_set_new(root, "band", band_json(x));
     if (x->measured.has)
         json_object_set_new(root, "measured", measured_json(&x->measured));

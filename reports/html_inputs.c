@@ -146,6 +146,8 @@ static void print_mode_args(FILE *f, const struct report_inputs *opt)
         fprintf(f, " --stack %s", stack_name(opt->axes.stack));
     if (opt->axes.liger)
         fputs(" --liger", f);
+    if (opt->axes.paged)
+        fputs(" --paged", f);
     if (opt->axes.pp_interleaved)
         fputs(" --pp-schedule interleaved", f);
     if (opt->axes.eager)

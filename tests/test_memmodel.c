@@ -305,21 +305,59 @@ static void test_liger(void **state)
     assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 512000 + 32768 + 524288);
 }
 
-/* Paged optimizer states live in managed memory: not allocated, but on the device. */
-static void test_paged_states(void **state)
+/* bitsandbytes' paged optimizers (resident.c bnb_paged_states). The tiny model's tensors
+ * are all below 1e5 elements, so its states stay in the caching allocator: fp32 for the
+ * 32-bit optimizer, 202048 x 8 = 1616384 bytes, with no foreach temporary (one in-place
+ * kernel); for the 8-bit one, uint8 except below 4096 elements (the five norms, 320, and
+ * k and v, 2048 each: 8512 at 8 bytes, 193536 at 2: 455168). Nothing is outside the
+ * allocator but the 1 MiB base. */
+static void test_paged_small_states(void **state)
 {
     (void)state;
     struct train_config c = tiny_base_config();
-    struct mem_estimate plain, paged;
+    struct mem_estimate e;
     c.data = DATA_PACKED; /* reserved = held: no stranded segments */
-    tiny_predict(&plan, &c, &plain);
     c.features |= FEAT_PAGED_OPT;
-    tiny_predict(&plan, &c, &paged);
-    /* bitsandbytes' 32-bit update is one in-place kernel (optim/optimizer.py:496 at 0.43.1):
-     * no foreach sqrt temporary either */
-    assert_int_equal(paged.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 0);
-    assert_true(paged.allocated < plain.allocated);
-    assert_int_equal(paged.device - paged.reserved, (1 << 20) + 4 * 202048);
+    tiny_predict(&plan, &c, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 1616384);
+    assert_int_equal(e.device - e.reserved, 1 << 20);
+    assert_int_equal(e.shown, e.device);
+    c.optimizer = OPT_ADAMW8BIT;
+    tiny_predict(&plan, &c, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 455168);
+}
+
+/* Vocabulary 2000 (330048 parameters): the embedding and the lm_head, 128000 elements
+ * each, have their fp32 states, 2 x 1024000 bytes, in managed memory; the other 74048
+ * elements keep theirs in the allocator (592384 bytes).
+ * Device counts one of the two managed ones (1024000, the step prefetches a parameter at
+ * a time); nvidia-smi (shown) all while the GPU has room; with room for 1536000 only,
+ * 512000 bytes go to host and back each step. */
+static void test_paged_room(void **state)
+{
+    (void)state;
+    struct model_plan big;
+    assert_int_equal(llama_test_plan(&big, "tiny-v2000", (const int64_t[8]){2, 64, 4, 2, 16, 128, 2000, 128}), 0);
+    struct train_config c = tiny_base_config();
+    c.data = DATA_PACKED;
+    c.features |= FEAT_PAGED_OPT;
+    struct mem_options o = {.base_bytes = 1 << 20};
+    struct mem_estimate e;
+    memmodel_predict(&big, &c, &o, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 592384);
+    assert_int_equal(e.device - e.reserved, (1 << 20) + 1024000);
+    assert_int_equal(e.shown - e.reserved, (1 << 20) + 2048000);
+    assert_int_equal(e.paged_moved, 0);
+    o.capacity_bytes = e.reserved + 1536000; /* + base: the GPU's memory */
+    memmodel_predict(&big, &c, &o, &e);
+    assert_int_equal(e.shown - e.reserved, (1 << 20) + 1536000);
+    assert_int_equal(e.paged_moved, 512000);
+    assert_int_equal(e.device - e.reserved, (1 << 20) + 1024000);
+    o.capacity_bytes = e.reserved; /* no room: the largest parameter's states still come in */
+    memmodel_predict(&big, &c, &o, &e);
+    assert_int_equal(e.shown - e.reserved, (1 << 20) + 1024000);
+    assert_int_equal(e.paged_moved, 1024000);
+    plan_free(&big);
 }
 
 /* ZeRO-3 over 2 GPUs halves weights, gradients and states; DDP adds a gradient bucket. */
@@ -757,7 +795,8 @@ int main(void)
         cmocka_unit_test(test_variable_reserved), cmocka_unit_test(test_fsdp_mixed_precision), cmocka_unit_test(test_reserved_capacity),
         cmocka_unit_test(test_qlora_weights),
         cmocka_unit_test(test_liger),
-        cmocka_unit_test(test_paged_states),
+        cmocka_unit_test(test_paged_small_states),
+        cmocka_unit_test(test_paged_room),
         cmocka_unit_test(test_sharding),
         cmocka_unit_test(test_fsdp_units),
         cmocka_unit_test(test_fsdp1_root_grads),

@@ -15,6 +15,7 @@
 #include "catalog.h"
 #include "fixtures.h"
 #include "model.h"
+#include "plan.h"
 #include "tensors.h"
 
 /* A small llama-style model (RMSNorm, gated MLP, rotary, GQA, untied, no biases):
@@ -176,6 +177,34 @@ static void test_tied_vs_untied(void **state)
     assert_int_equal(s.weight[ROLE_LM_HEAD], 0);
     assert_int_equal(s.bias[ROLE_LM_HEAD], 1000);
     tensors_free(&l);
+}
+
+/* plan_trained_tensors on the tiny llama with fused q/k/v and gate/up (2 layers, h 64,
+ * q 64, k and v 32, intermediate 128, vocab 1000; 202048 parameters). */
+static void test_trained_tensors(void **state)
+{
+    (void)state;
+    struct model_spec m = llama_spec();
+    m.fused_qkv = m.fused_gate_up = true;
+    struct model_plan p;
+    assert_int_equal(plan_init(&p, &m), 0);
+    struct train_config c = {.finetune = FT_LORA, .lora_r = 8, .tp = 1, .stack = STACK_HF,
+                             .lora_targets = TARGET_BIT(ROLE_Q)};
+    double below[2], largest;
+    /* PEFT adapts the fused qkv module: lora_A 8 x 64 = 512, lora_B 8 x (64 + 32 + 32) = 1024
+     * a layer */
+    plan_trained_tensors(&p, &c, 1.0, (const double[2]){600, 1e5}, below, &largest);
+    assert_true(below[0] == 1024 && below[1] == 3072 && largest == 1024);
+    /* litgpt keeps one adapter per part and adapts q only: 512 + 512 a layer */
+    c.stack = STACK_LITGPT;
+    plan_trained_tensors(&p, &c, 1.0, (const double[2]){600, 1e5}, below, &largest);
+    assert_true(below[0] == 2048 && below[1] == 2048 && largest == 512);
+    /* full fine-tuning over 2 shards: below 4096 the five norms (160), k and v (1024 x 4),
+     * q and o (2048 x 4); gate, up and down hold 4096 each; the embedding 32000 is largest */
+    c.finetune = FT_FULL;
+    plan_trained_tensors(&p, &c, 2.0, (const double[2]){4096, 1e5}, below, &largest);
+    assert_true(below[0] == 160 + 4096 + 8192 && below[1] == 101024 && largest == 32000);
+    plan_free(&p);
 }
 
 static void test_fused_qkv_ids(void **state)
@@ -513,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_family_defaults),
         cmocka_unit_test(test_qwen_v1_counts),
         cmocka_unit_test(test_model_check),
+        cmocka_unit_test(test_trained_tensors),
         cmocka_unit_test(test_catalog_param_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -349,6 +349,7 @@ static const struct opt_row table[] = {
     LIST("--out", CMD_SWEEP | CMD_MERGE, O(outs), O(nouts), OPT_OUTS_MAX),
     STR("--out", CMD_VALIDATE, V(out)),
     STR("--out", CMD_FIT, F(out)),
+    FLAG("--paged", SW, O(axes.paged)),
     FLAG("--paper", SW, O(paper)),
     FLAG("--paper", CMD_VALIDATE, V(paper)),
     INTS("--pp", axes.pp, 2, 4096),
@@ -813,6 +814,9 @@ void options_usage(enum options_mode mode)
           "                     K and V kept at their KV width)\n"
           "  --liger            HF Trainer's use_liger_kernel: Liger's fused linear\n"
           "                     cross-entropy, no logits tensor (HF and TRL stacks)\n"
+          "  --paged            bitsandbytes' paged optimizers (HF optim paged_adamw_32bit,\n"
+          "                     paged_adamw_8bit): adamw and adamw8bit states in managed\n"
+          "                     memory, paged over PCIe when the GPU runs short\n"
           "  --paper            LLMem's equations exactly (fp16, full, checkpointing, Adam)\n"
           "  --rules PATH       measured peak-type rules (a rules CSV or a folder of them)\n"
           "  --data SHAPE       variable (default: unpacked batches padded to their longest\n"

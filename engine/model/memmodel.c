@@ -225,6 +225,7 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     struct resident r;
     resident_terms(p, c, &r);
     mp->paged = r.paged;
+    mp->paged_one = r.paged_one;
     mp->host = r.host;
     mp->act_layers[0] = mp->act_layers[1] = (int32_t)p->spec.layers;
     mp->act_extra_bwd = 0;
@@ -338,7 +339,7 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
         .trained = r.trained, .frozen = r.frozen, .w = r.w, .g = r.g, .o = r.o, .tmp = r.tmp,
         .amp_all = r.amp_all, .amp_one = r.amp_one, .dequant = r.dequant,
         .dequant_head = r.dequant_head, .amp_head = r.amp_head, .gather_fwd = r.gather_fwd, .gather_bwd = r.gather_bwd,
-        .bucket = r.bucket, .paged = r.paged, .host = r.host, .acc = r.acc,
+        .bucket = r.bucket, .paged = r.paged, .paged_one = r.paged_one, .host = r.host, .acc = r.acc,
         .root_hold = r.root_hold, .root_end = r.root_end, .root_gather = r.root_gather,
         .g_frozen = r.g_frozen,
     };

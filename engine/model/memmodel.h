@@ -123,6 +123,8 @@ struct mem_prepared {
                                 largest FSDP unit's reduce-scatter input on the last stage */
     uint64_t nccl;           /* device-level NCCL buffers */
     uint64_t paged;          /* optimizer states in managed memory (outside the allocator) */
+    uint64_t paged_one;      /* ... the largest parameter's, which must fit (resident.c
+                                bnb_paged_states); the driver pages out the rest */
     int32_t layers, tp;      /* layers, TP degree that divides the inner activations */
     int32_t act_layers[2];   /* blocks whose activations are held at the forward's end and at
                                 the loss (pp: first stage x micro-batches in flight, last) */
@@ -150,6 +152,10 @@ struct mem_estimate {
     uint64_t allocated, reserved, device;    /* the three peaks; device is what OOMs */
     uint64_t shown;                          /* reserved + what lies outside the allocator:
                                                 what nvidia-smi shows with memory to spare */
+    uint64_t paged_moved;                    /* managed-memory optimizer states that cross
+                                                PCIe each way once a step, having no room
+                                                beside the reserved pool (mempoint.c
+                                                paged_room); 0 when they stay resident */
     uint64_t step_end;                       /* of reserved: the segment the step adds after
                                                 its phases (the pipeline's merged result) */
     enum mem_phase peak_phase;               /* where the device peak is */
@@ -172,6 +178,7 @@ struct mem_resident {
     uint64_t amp_head;        /* autocast's 16-bit copy of an fp32 frozen lm_head (loss phase) */
     uint64_t gather_fwd, gather_bwd, bucket; /* gathered units, gradient buckets */
     uint64_t paged, host;     /* managed-memory optimizer states; host memory (offload) */
+    uint64_t paged_one;       /* the largest parameter's managed-memory states */
     uint64_t acc;             /* gradients accumulated unsharded over a pipelined step */
     uint64_t root_hold, root_end, root_gather; /* FSDP1's root unit (resident.c root_grads) */
     uint64_t g_frozen;        /* the part of g that is frozen weights' (resident.c mixed_unit_grads) */

@@ -253,6 +253,24 @@ static uint64_t merge_segment(const struct train_config *c, const struct mem_pre
     return merged > mp->pp_merge_above ? memmodel_round(merged) : 0;
 }
 
+/* Where bitsandbytes' managed-memory optimizer states live (resident.c bnb_paged_states):
+ * on the GPU as far as it has room beside the reserved pool, which the caching allocator
+ * keeps at its peak, and the largest parameter's at least (the step prefetches it); with
+ * the GPU's size unknown, all of them. When they do not all fit, each step reads every
+ * one of them, so what has no room (e->paged_moved) moves to the GPU and back at least
+ * once a step. More moves if the driver evicts pages the step reads next (cyclic access
+ * under LRU would move all of them); its eviction policy is not in the sources cited, so
+ * the model keeps the bound (README "Paged optimizers" compares both with TTM-04, TTS-01). */
+static void paged_room(const struct mem_options *opt, const struct mem_prepared *mp,
+                       uint64_t used, struct mem_estimate *e)
+{
+    const uint64_t total = bytes_add(opt->capacity_bytes, opt->base_bytes);
+    uint64_t room = !opt->capacity_bytes ? UINT64_MAX : total > used ? total - used : 0;
+    room = room > mp->paged_one ? room : mp->paged_one;
+    e->shown = bytes_add(used, mp->paged < room ? mp->paged : room);
+    e->paged_moved = mp->paged > room ? mp->paged - room : 0;
+}
+
 void memmodel_eval(const struct model_plan *p, const struct train_config *c,
                    const struct mem_options *opt, const struct mem_prepared *mp,
                    struct mem_estimate *e)
@@ -308,8 +326,8 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
             if (e->phase_reserved[ph] > e->reserved)
                 e->phase_reserved[ph] = e->reserved;
     }
-    e->device = bytes_add(bytes_add(held, base), mp->paged);
-    e->shown = bytes_add(bytes_add(e->reserved, base), mp->paged);
+    e->device = bytes_add(bytes_add(held, base), mp->paged_one);
+    paged_room(opt, mp, bytes_add(e->reserved, base), e);
     e->host = mp->host;
 }
 
@@ -349,7 +367,7 @@ uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
             h += outs_r;
         held = h > held ? h : held;
     }
-    return bytes_add(bytes_add(held, opt->ws_res), bytes_add(bytes_add(opt->base_bytes, mp->nccl), mp->paged));
+    return bytes_add(bytes_add(held, opt->ws_res), bytes_add(bytes_add(opt->base_bytes, mp->nccl), mp->paged_one));
 }
 
 void memmodel_predict(const struct model_plan *p, const struct train_config *c,

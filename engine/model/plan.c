@@ -138,6 +138,50 @@ int64_t plan_lora_expert_params(const struct model_plan *p, uint32_t targets, in
     return adapter_params(p->lora_io_expert, targets, r);
 }
 
+/* One trained tensor of n elements into the sums of plan_trained_tensors. */
+static void count_trained(double n, const double limit[2], double below[2], double *largest)
+{
+    for (int i = 0; i < 2; i++)
+        below[i] += n < limit[i] ? n : 0.0;
+    *largest = n > *largest ? n : *largest;
+}
+
+void plan_trained_tensors(const struct model_plan *p, const struct train_config *c, double shard,
+                          const double limit[2], double below[2], double *largest)
+{
+    below[0] = below[1] = *largest = 0.0;
+    const uint32_t targets = plan_lora_targets(p, c);
+    const bool fused = plan_peft_fused(c);
+    const double r = (double)c->lora_r;
+    double group_out = 0.0, group_in = 0.0; /* the PEFT adapter of a fused module so far */
+    int32_t fuse = 0;
+    for (size_t i = 0; i < p->tensors.n; i++) {
+        const struct tensor *t = &p->tensors.t[i];
+        const bool matrix = tensor_is_matrix(t);
+        const double tp = matrix ? (double)c->tp : 1.0;
+        if (c->finetune == FT_FULL) {
+            count_trained((double)tensor_numel(t) / tp / shard, limit, below, largest);
+            continue;
+        }
+        if (!matrix || !is_linear_role(t->role) || !(targets & TARGET_BIT(t->role)))
+            continue;
+        if (fused && t->fuse > 0 && t->fuse == fuse) { /* one more output of the same module */
+            group_out += (double)t->rows;
+            continue;
+        }
+        if (group_in > 0) { /* the previous adapter is complete */
+            count_trained(r * group_in / tp / shard, limit, below, largest);
+            count_trained(r * group_out / tp / shard, limit, below, largest);
+        }
+        group_in = (double)t->cols, group_out = (double)t->rows;
+        fuse = fused ? t->fuse : 0;
+    }
+    if (group_in > 0) {
+        count_trained(r * group_in / (double)c->tp / shard, limit, below, largest);
+        count_trained(r * group_out / (double)c->tp / shard, limit, below, largest);
+    }
+}
+
 double plan_active_params(const struct model_plan *p)
 {
     double n = (double)p->params;

@@ -78,4 +78,13 @@ int64_t plan_lora_params_cfg(const struct model_plan *p, const struct train_conf
 /* The routed experts' share of it (what expert parallelism divides). */
 int64_t plan_lora_expert_params(const struct model_plan *p, uint32_t targets, int32_t r);
 
+/* The trained parameters of c as an optimizer holds them, one tensor at a time: full
+ * fine-tuning trains every tensor, LoRA an lora_A (r x in) and an lora_B (out x r) per
+ * adapted module (one pair per fused module under PEFT). Matrices count 1/tp of their
+ * elements, every tensor 1/shard (FSDP / ZeRO-3).
+ * @return in *below[i] the elements of the tensors with fewer than limit[i] elements
+ *         (i < 2), in *largest the elements of the largest tensor. */
+void plan_trained_tensors(const struct model_plan *p, const struct train_config *c, double shard,
+                          const double limit[2], double below[2], double *largest);
+
 #endif

@@ -347,6 +347,30 @@ static uint64_t mixed_unit_grads(const struct model_plan *p, const struct train_
     return (uint64_t)((double)p->spec.layers * layer * (double)wt / dpdiv);
 }
 
+/* A bitsandbytes paged optimizer's states (bitsandbytes optim/optimizer.py, the same at
+ * 0.39.1 4395d68c, 0.42.0 4870580f and 0.43.1 4a6fb352): Optimizer2State.init_state keeps
+ * both states in fp32 for a 32-bit optimizer whatever the parameter's dtype, in uint8 for
+ * an 8-bit one but in fp32 below min_8bit_size (4096 elements, adamw.py PagedAdamW8bit);
+ * get_state_buffer puts them in managed memory (F.get_paged: cudaMallocManaged with
+ * cudaMemAttachHost, csrc/pythonInterface.cpp cget_managed_ptr) only from 1e5 elements,
+ * a smaller parameter's states being torch.zeros_like from the caching allocator. The
+ * caching allocator never sees the managed states; step() prefetches one parameter's at a
+ * time (prefetch_state), and the driver evicts managed pages to host memory when the GPU
+ * runs short (the QLoRA paper's paged optimizers, Dettmers et al. 2023, section 2), so of
+ * them only the largest parameter's must fit beside what the run holds (paged_one). */
+static void bnb_paged_states(const struct model_plan *p, const struct train_config *c,
+                             double shard, struct resident *r)
+{
+    static const double limit[2] = {4096.0, 1e5};
+    double below[2], largest;
+    plan_trained_tensors(p, c, shard, limit, below, &largest);
+    const double wide = c->optimizer == OPT_ADAMW8BIT ? 2.0 : 8.0; /* bytes an element */
+    double paged = r->trained / shard - below[1];
+    r->o = (uint64_t)(below[0] * 8.0 + (below[1] - below[0]) * wide);
+    r->paged = paged > 0 ? (uint64_t)(paged * wide) : 0;
+    r->paged_one = largest >= limit[1] ? (uint64_t)(largest * wide) : 0;
+}
+
 void resident_terms(const struct model_plan *p, const struct train_config *c,
                            struct resident *r)
 {
@@ -417,12 +441,8 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
      * p, grad, state1 and state2 (bitsandbytes 0.43.1 @4a6fb352 optim/optimizer.py:496) */
     r->tmp = c->optimizer == OPT_ADAMW && !(c->features & (FEAT_FUSED_OPT | FEAT_PAGED_OPT))
                  ? (uint64_t)(r->trained * (double)wt / dpdiv) : 0;
-    if (c->features & FEAT_PAGED_OPT) {
-        /* paged optimizers allocate their states with cudaMallocManaged: the caching
-         * allocator never sees them, nvidia-smi does while they are resident */
-        r->paged = r->o;
-        r->o = 0;
-    }
+    if ((c->features & FEAT_PAGED_OPT) && sb)
+        bnb_paged_states(p, c, dpdiv, r);
     if (c->features & FEAT_OPT_IN_BWD) {
         /* optimizer-in-backward steps and frees each gradient as soon as it is ready */
         double largest = c->finetune == FT_FULL ? big : r->trained / (double)p->spec.layers;

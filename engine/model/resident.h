@@ -20,6 +20,7 @@ struct resident {
                                  quantized base, saved by its matmul through the loss */
     uint64_t gather_fwd, gather_bwd, bucket;
     uint64_t paged;           /* optimizer states bitsandbytes keeps in managed memory */
+    uint64_t paged_one;       /* ... of them, the largest parameter's (what must fit) */
     uint64_t acc;             /* gradients accumulated unsharded over a pipelined step */
     uint64_t host;            /* bytes of this GPU's share kept in host memory (offload) */
     uint64_t root_hold;       /* FSDP1: the lm_head's gradient piece, held through backward */

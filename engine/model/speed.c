@@ -827,3 +827,18 @@ void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
     s->samples_per_s = global / s->step_time_s;
     s->tokens_per_s = s->samples_per_s * seq;
 }
+
+void speed_add_paging(const struct gpu_spec *g, uint64_t moved, struct speed_estimate *s)
+{
+    if (!moved || !g)
+        return;
+    /* bitsandbytes' prefetch_state (cudaMemPrefetchAsync) migrates a parameter's pages in
+     * before its update and the driver writes the evicted ones back: both ways, one after
+     * the other, at the pinned-copy share of the link */
+    const double pcie = (g->pcie_gbs > 0 ? g->pcie_gbs : SPEED_PCIE_DEFAULT_GBS) * 1e9 * SPEED_PCIE_EFF;
+    const double paging = 2.0 * (double)moved / pcie, step = s->step_time_s + paging;
+    s->comm_s += paging;
+    s->samples_per_s *= s->step_time_s / step;
+    s->tokens_per_s *= s->step_time_s / step;
+    s->step_time_s = step;
+}

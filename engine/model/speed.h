@@ -181,5 +181,8 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
 void speed_fold(struct speed_prepared *sp);
 void speed_eval(const struct train_config *c, const struct speed_prepared *sp,
                 struct speed_estimate *s);
+/* Adds to s (in its communication) the PCIe traffic of a step whose paged optimizer states
+ * do not stay on GPU g: `moved` bytes in and out (mem_estimate.paged_moved). */
+void speed_add_paging(const struct gpu_spec *g, uint64_t moved, struct speed_estimate *s);
 
 #endif

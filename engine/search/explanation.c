@@ -57,6 +57,8 @@ int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
         struct mem_prepared mp;
         memmodel_prepare(p, &pt->cfg, &s->mem, &mp);
         x->side_pool = mp.side_pool;
+        x->paged = mp.paged;
+        x->paged_one = mp.paged_one;
     }
     if (par->detail)
         memdetail_build(p, &pt->cfg, &s->mem, &pt->mem, pt->mem.peak_phase, &x->detail);

@@ -52,6 +52,7 @@ struct explanation {
     double loss_allocated, loss_reserved, loss_needed; /* bytes per token and vocab entry */
     uint64_t side_pool;             /* reserved by FSDP2's all-gather copy-in stream (in the
                                        phases' reserved; memmodel.h mem_prepared) */
+    uint64_t paged, paged_one;      /* paged optimizer states: all, the largest parameter's */
     int nchanges;                   /* what to change when it does not fit */
     struct answer_change changes[ANSWER_SUGGEST_MAX];
     struct mem_detail detail;       /* the tensors behind each term; filled with par.detail */

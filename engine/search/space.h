@@ -44,6 +44,7 @@ struct space_axes {
     bool eager;            /* eager attention instead of SDPA */
     bool flash;            /* the flash-attn package: K and V at their KV width (GQA) */
     bool liger;            /* Liger's fused linear cross-entropy (HF Trainer use_liger_kernel) */
+    bool paged;            /* bitsandbytes' paged AdamW / AdamW8bit (HF optim paged_adamw_*) */
     bool pp_interleaved;   /* the interleaved pipeline schedule (--pp-schedule interleaved) */
     enum data_shape data;
     enum alloc_conf alloc;
@@ -88,7 +89,7 @@ static inline uint64_t space_points(const struct space *s)
     return (uint64_t)s->nouter * (uint64_t)s->nseq * (uint64_t)s->nbatch;
 }
 
-/* The feature bits the command line asks for (--attention eager|flash, --liger,
+/* The feature bits the command line asks for (--attention eager|flash, --liger, --paged,
  * --pp-schedule interleaved), which every configuration of these axes adds to its stack's. */
 uint64_t space_features(const struct space_axes *o);
 

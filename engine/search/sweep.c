@@ -233,6 +233,11 @@ static uint64_t point_peak(const struct sweep *s, const struct prepared *pr)
 static double point_score(const struct sweep *s, const struct prepared *pr, struct speed_estimate *sp)
 {
     speed_eval(&pr->cfg, &pr->speed, sp);
+    if (pr->mem.paged) { /* paged optimizer states: what crosses PCIe depends on the point */
+        struct mem_estimate e;
+        memmodel_eval(pr->plan, &pr->cfg, &s->mem, &pr->mem, &e);
+        speed_add_paging(s->gpu, e.paged_moved, sp);
+    }
     return s->par.llmem_rank ? llmem_score(&pr->cfg) : sp->tokens_per_s;
 }
 

@@ -30,7 +30,8 @@ static double metric_bytes(const char *metric, const struct mem_estimate *e,
  * need more FLOP/s than the GPU's dense peak for the work the model counts (a row that
  * cannot come from its stated configuration). */
 static void predict_speed(struct model_plan *p, const struct train_config *c,
-                          const struct gpu_spec *g, bool exact_seq, struct validate_row *out)
+                          const struct gpu_spec *g, bool exact_seq, uint64_t paged_moved,
+                          struct validate_row *out)
 {
     struct speed_prepared sp;
     struct speed_estimate se;
@@ -40,6 +41,7 @@ static void predict_speed(struct model_plan *p, const struct train_config *c,
     }
     speed_prepare(p, c, g, &sp);
     speed_eval(c, &sp, &se);
+    speed_add_paging(g, paged_moved, &se);
     double tokens = (double)c->micro_batch * (double)c->seq_len;
     double peak = (c->precision == PREC_FP32 ? g->fp32_tflops
                    : c->precision == PREC_FP8 && g->fp8_tflops > 0 ? g->fp8_tflops /* float8 GEMMs */
@@ -63,10 +65,6 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
         bad = train_gpu_check(c, g);
     if (bad)
         return snprintf(why, n, "invalid configuration: %s", bad), why;
-    if (out->measured_tps > 0 && g)
-        predict_speed(p, c, g, exact_seq, out);
-    if (!strcmp(out->metric, "none"))
-        return snprintf(why, n, "throughput only (metric none)"), why;
     struct mem_options mo;
     mem_options_for_gpu(g, vo->paper, &mo);
     if (memmodel_uses_llmem(c->stack, &mo))
@@ -75,6 +73,10 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     struct mem_estimate est;
     memmodel_prepare(p, c, &mo, &mp);
     memmodel_eval(p, c, &mo, &mp, &est);
+    if (out->measured_tps > 0 && g)
+        predict_speed(p, c, g, exact_seq, est.paged_moved, out);
+    if (!strcmp(out->metric, "none"))
+        return snprintf(why, n, "throughput only (metric none)"), why;
     bool ok;
     double bytes = metric_bytes(out->metric, &est, &mp, &ok);
     if (!ok)

@@ -137,6 +137,28 @@ grep -q 'stack hf+liger' "$TMP/liger.txt" && grep -q '^loss path  liger-flce: 0.
   || fail "explain --liger: $(cat "$TMP/liger.txt")"
 "$BIN" explain "${l8[@]}" > "$TMP/noliger.txt"
 grep -q '^lm_head+loss .*<- peak' "$TMP/noliger.txt" || fail "without --liger the loss should peak here"
+# --paged: bitsandbytes' paged AdamW keeps its fp32 states (3.2e9 x 8 bytes on Llama-3.2-3B)
+# in managed memory; only the largest parameter's must fit, so full fine-tuning on a 24 GB
+# card fits with it and not without, and what has no room beside the reserved pool crosses
+# PCIe each step
+p3=(--model meta-llama/Llama-3.2-3B --gpu RTX4090-24GB --finetune full --precision bf16-pure
+    --optimizer adamw --micro-batch 2 --seq 2048)
+"$BIN" explain "${p3[@]}" --paged --format json > "$TMP/paged.json" || fail "explain --paged"
+"$BIN" explain "${p3[@]}" --format json > "$TMP/unpaged.json" || fail "explain without --paged"
+python3 - "$TMP/paged.json" "$TMP/unpaged.json" <<'PY' || fail "explain --paged: wrong paged terms"
+import json, sys
+j, u = (json.load(open(f)) for f in sys.argv[1:3])
+paged, moved, one = j["paged_bytes"], j["paged_moved_bytes"], j["paged_largest_bytes"]
+assert j["fits"] and not u["fits"] and "paged_bytes" not in u, (j, u)
+# fp32 states of all but the norms, the largest the tied embedding's 394002432 elements
+assert 23 * 2**30 < paged < 24 * 2**30 and 0 < moved < paged and one == 394002432 * 8, j
+assert j["speed"]["step_time_s"] > u["speed"]["step_time_s"], (j["speed"], u["speed"])
+PY
+"$BIN" explain "${p3[@]}" --paged | grep -q 'adamw (paged)' || fail "explain --paged names no paged optimizer"
+"$BIN" --model meta-llama/Llama-3.2-3B --gpu RTX4090-24GB --methods single --finetune full \
+  --precision bf16-pure --optimizer adamw --seq 2048 --paged --format json --out "$TMP/paged-sweep.json" \
+  2> /dev/null || fail "sweep --paged finds no fit"
+grep -q '"stack": *"hf+paged"' "$TMP/paged-sweep.json" || fail "sweep --paged: stack label"
 # a torchtitan pipeline's merged result: its own segment on top of the phases' reserved
 "$BIN" explain --measured "$M/public-2.csv" --id TT-13 --format json > "$TMP/tt13.json"
 python3 - "$TMP/tt13.json" <<'PY' || fail "TT-13's step-end segment is not reserved beyond its phases"
@@ -154,7 +176,7 @@ expect_err "has no row with id 'NO-SUCH-ROW'"
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --model gpt2
 expect_err "drop --model"
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --stack torchtune
-expect_err "drop --stack, --attention, --liger, --data and --alloc-conf"
+expect_err "drop --stack, --attention, --liger, --paged, --data and --alloc-conf"
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --data packed
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --seq 1024
 expect_exit 3 "$BIN" explain --measured "$M/public-2.csv" --id TT-08
