@@ -136,6 +136,7 @@ static void pp_stage(const struct model_plan *p, const struct train_config *c,
     r->w = (uint64_t)((double)all->w * share);
     r->g = (uint64_t)((double)all->g * tshare);
     r->o = (uint64_t)((double)all->o * tshare);
+    r->paged = (uint64_t)((double)all->paged * tshare);
     r->tmp = (uint64_t)((double)all->tmp * tshare);
     r->amp_all = (uint64_t)((double)all->amp_all * share);
     r->dequant_head = last ? all->dequant_head : 0;
@@ -203,6 +204,7 @@ static void pp_phases(const struct model_plan *p, const struct train_config *c,
     set_phase(mp, PHASE_BWD_LAST, l.w, fsdp ? l.acc : l.g, l.o, l.amp_all + l.dequant, l.gather_bwd + l.bucket);
     const struct resident *big = f.w + f.g + f.o + f.tmp > l.w + l.g + l.o + l.tmp ? &f : &l;
     set_phase(mp, PHASE_OPTIMIZER, big->w, big->g, big->o + big->tmp, 0, big->bucket);
+    mp->paged = f.paged > l.paged ? f.paged : l.paged; /* a stage's paged states */
     const int32_t first = pp_stage_layers(p, c, false), m = train_microbatches(c);
     const int32_t inflight = m < train_pp(c) ? m : train_pp(c);
     mp->act_layers[0] = first * inflight;

@@ -146,40 +146,44 @@ static void count_trained(double n, const double limit[2], double below[2], doub
     *largest = n > *largest ? n : *largest;
 }
 
+/* One LoRA adapter of rank r on a module with `in` inputs and `out` outputs: its lora_A and
+ * lora_B, split like the module (div: TP and shards). */
+static void count_adapter(double r, double in, double out, double div, const double limit[2],
+                          double below[2], double *largest)
+{
+    count_trained(r * in / div, limit, below, largest);
+    count_trained(r * out / div, limit, below, largest);
+}
+
 void plan_trained_tensors(const struct model_plan *p, const struct train_config *c, double shard,
                           const double limit[2], double below[2], double *largest)
 {
     below[0] = below[1] = *largest = 0.0;
     const uint32_t targets = plan_lora_targets(p, c);
     const bool fused = plan_peft_fused(c);
-    const double r = (double)c->lora_r;
-    double group_out = 0.0, group_in = 0.0; /* the PEFT adapter of a fused module so far */
+    const double r = (double)c->lora_r, div = (double)c->tp * shard;
+    double in = 0.0, out = 0.0; /* the adapter being read: a fused module's grows */
     int32_t fuse = 0;
     for (size_t i = 0; i < p->tensors.n; i++) {
         const struct tensor *t = &p->tensors.t[i];
         const bool matrix = tensor_is_matrix(t);
-        const double tp = matrix ? (double)c->tp : 1.0;
         if (c->finetune == FT_FULL) {
-            count_trained((double)tensor_numel(t) / tp / shard, limit, below, largest);
+            count_trained((double)tensor_numel(t) / (matrix ? div : shard), limit, below, largest);
             continue;
         }
         if (!matrix || !is_linear_role(t->role) || !(targets & TARGET_BIT(t->role)))
             continue;
         if (fused && t->fuse > 0 && t->fuse == fuse) { /* one more output of the same module */
-            group_out += (double)t->rows;
+            out += (double)t->rows;
             continue;
         }
-        if (group_in > 0) { /* the previous adapter is complete */
-            count_trained(r * group_in / tp / shard, limit, below, largest);
-            count_trained(r * group_out / tp / shard, limit, below, largest);
-        }
-        group_in = (double)t->cols, group_out = (double)t->rows;
+        if (in > 0) /* the previous adapter is complete */
+            count_adapter(r, in, out, div, limit, below, largest);
+        in = (double)t->cols, out = (double)t->rows;
         fuse = fused ? t->fuse : 0;
     }
-    if (group_in > 0) {
-        count_trained(r * group_in / (double)c->tp / shard, limit, below, largest);
-        count_trained(r * group_out / (double)c->tp / shard, limit, below, largest);
-    }
+    if (in > 0)
+        count_adapter(r, in, out, div, limit, below, largest);
 }
 
 double plan_active_params(const struct model_plan *p)

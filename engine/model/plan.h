@@ -81,7 +81,8 @@ int64_t plan_lora_expert_params(const struct model_plan *p, uint32_t targets, in
 /* The trained parameters of c as an optimizer holds them, one tensor at a time: full
  * fine-tuning trains every tensor, LoRA an lora_A (r x in) and an lora_B (out x r) per
  * adapted module (one pair per fused module under PEFT). Matrices count 1/tp of their
- * elements, every tensor 1/shard (FSDP / ZeRO-3).
+ * elements, every tensor 1/shard (FSDP / ZeRO-3). A MoE model's experts are all counted
+ * (expert parallelism's share is not taken).
  * @return in *below[i] the elements of the tensors with fewer than limit[i] elements
  *         (i < 2), in *largest the elements of the largest tensor. */
 void plan_trained_tensors(const struct model_plan *p, const struct train_config *c, double shard,
