@@ -207,6 +207,13 @@ GPU_25MIN = [
     # F. long sequences near the limit
     c(L8, "bf16", "lora", mb=1, seq=8192, ckpt="on", data="variable", steps=15),
     c(Q7B, "bf16", "lora", mb=1, seq=8192, ckpt="on"),
+    # G. paged optimizers (README "Paged optimizers"): PagedAdamW's fp32 states of an 8B model
+    # (60 GiB) have no room beside the ~30 GiB the run holds, so some cross PCIe every step
+    # (llmem-sweep predicts 10.9 GiB each way, 0.46 s a step); the 8-bit ones (15 GiB) stay
+    # on the GPU. The step times of the pair measure the traffic, the device peak what
+    # nvidia-smi sees of managed memory.
+    c(L8, "bf16-pure", mb=1, seq=1024, ckpt="on", features=["paged"], steps=5),
+    c(L8, "bf16-pure", mb=1, seq=1024, ckpt="on", opt="adamw8bit", features=["paged"], steps=5),
 ]
 
 # The new code paths in a few minutes: run this first on a new machine.
