@@ -403,6 +403,13 @@ def source_features(letter, row, rid):
             feats.append("chunked-ce")
     if letter == "D" and rid == "TTM-01":
         feats.append("compile")
+    if letter in ("D", "F") and "paged" not in feats and row["optimizer"].startswith("torch.optim.AdamW"):
+        # torchtune's configs gained `fused: True` in cca50f02e (2024-09-14, PR #1575 "add fused
+        # = true to adam, except pagedAdam"); at 0217d44c and in the v0.1 tutorials they name
+        # torch.optim.AdamW alone (recipes/configs/llama2/7B_full.yaml, 7B_lora_single_device.yaml),
+        # which torch runs as foreach (one state-sized temporary at the step), not as the
+        # fused kernel the stack torchtune assumes
+        feats.append("unfused-adamw")
     if letter == "D":
         # the recipes @0217d44c (and PR #961's) keep `logits` (the fp32 contiguous slice) alive
         # through loss.backward(); later recipes `del logits` first
