@@ -248,6 +248,13 @@ static void test_rows_add_up(void **state)
                     if (make_config(&p, &layouts[li], modes[fi].ft, modes[fi].q, STACK_HF, CKPT_ON, PREC_BF16,
                                     opts[k], &c))
                         check_config(&p, &c);
+                /* bitsandbytes' paged AdamW and AdamW8bit (resident.c bnb_paged_states) */
+                for (int k = 0; k < 2; k++)
+                    if (make_config(&p, &layouts[li], modes[fi].ft, modes[fi].q, STACK_HF, CKPT_ON, PREC_BF16,
+                                    k ? OPT_ADAMW8BIT : OPT_ADAMW, &c)) {
+                        c.features |= FEAT_PAGED_OPT;
+                        check_config(&p, &c);
+                    }
             }
         /* --precision fp8 (full training only): every stack and checkpointing mode, with
          * the float8 all-gather and rowwise recipes and torch.compile */

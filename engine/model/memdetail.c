@@ -48,6 +48,9 @@
 #define SRC_OPT_IN_BWD "torchtune optimizer-in-backward: each gradient stepped and freed when ready"
 #define SRC_STATE "torch/optim/adamw.py exp_avg + exp_avg_sq (bitsandbytes AdamW8bit: 1 byte " \
                   "each); DeepSpeed stage_1_and_2.py fp32 master partition; Megatron 12/d"
+#define SRC_PAGED "bitsandbytes optim/optimizer.py get_state_buffer @4a6fb352: states of parameters " \
+                  "under 1e5 elements from the caching allocator, the rest in managed memory (resident.c " \
+                  "bnb_paged_states)"
 #define SRC_STEP_TMP "torch/optim/adamw.py _multi_tensor_adamw: foreach sqrt(exp_avg_sq); " \
                      "DeepSpeed stage_1_and_2.py step: the partition's gradients cast to fp32"
 #define SRC_AMP "torch autocast: a 16-bit copy of each fp32 weight per matmul, kept for backward " \
@@ -570,8 +573,11 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
               SRC_ROOT_GRAD);
     row_bytes(b, TERM_GRADS, "root unit's gradient pieces + their concatenation", gdt, f->root_end,
               SRC_ROOT_GRAD);
-    trained_rows(b, TERM_OPTIMIZER, x->t, x->nt, x->trained_elems, f->opt,
-                 x->r.ds ? "fp32 master + states" : "optimizer states", "-", SRC_STATE);
+    if (c->features & FEAT_PAGED_OPT) /* which tensors: resident.c bnb_paged_states */
+        row_bytes(b, TERM_OPTIMIZER, "states of the parameters under 1e5 elements", "-", f->opt, SRC_PAGED);
+    else
+        trained_rows(b, TERM_OPTIMIZER, x->t, x->nt, x->trained_elems, f->opt,
+                     x->r.ds ? "fp32 master + states" : "optimizer states", "-", SRC_STATE);
     if (c->precision == PREC_FP8) { /* resident.c fp8_weight_copies */
         const bool autocast = !(c->features & FEAT_FSDP_MP); /* + its bf16 lm_head copy */
         if (c->ckpt_selective)
