@@ -387,6 +387,12 @@ static void prepare_p2p(const struct model_plan *p, const struct train_config *c
     sp->p2p_fixed_s = 2.0 * (NCCL_BASE_LAT + (across ? NCCL_NET_LAT : 3.4e-6));
 }
 
+/* Bytes a second of host-device copies over g's PCIe link (SPEED_PCIE_EFF of its rate). */
+static double pcie_rate(const struct gpu_spec *g)
+{
+    return (g->pcie_gbs > 0 ? g->pcie_gbs : SPEED_PCIE_DEFAULT_GBS) * 1e9 * SPEED_PCIE_EFF;
+}
+
 /* ZeRO-Offload (Ren et al., USENIX ATC 2021, section 4; DeepSpeed stage3.py with
  * offload_optimizer): each rank's 16-bit gradient partition goes to pinned host memory
  * during backward (overlapped, as the reduce-scatters are), DeepSpeedCPUAdam updates the
@@ -399,7 +405,7 @@ static void prepare_p2p(const struct model_plan *p, const struct train_config *c
 static void prepare_offload(const struct model_plan *p, const struct train_config *c,
                             const struct gpu_spec *g, double trained, struct speed_prepared *sp)
 {
-    const double pcie = (g->pcie_gbs > 0 ? g->pcie_gbs : SPEED_PCIE_DEFAULT_GBS) * 1e9 * SPEED_PCIE_EFF;
+    const double pcie = pcie_rate(g);
     const double dram = (g->host_mem_gbs > 0 ? g->host_mem_gbs : SPEED_HOST_DEFAULT_GBS) * 1e9 * SPEED_HOST_EFF;
     const int per_node = comm_per_node(g);
     const double sharing = (double)(c->gpus < per_node ? c->gpus : per_node);
@@ -835,8 +841,7 @@ void speed_add_paging(const struct gpu_spec *g, uint64_t moved, struct speed_est
     /* bitsandbytes' prefetch_state (cudaMemPrefetchAsync) migrates a parameter's pages in
      * before its update and the driver writes the evicted ones back: both ways, one after
      * the other, at the pinned-copy share of the link */
-    const double pcie = (g->pcie_gbs > 0 ? g->pcie_gbs : SPEED_PCIE_DEFAULT_GBS) * 1e9 * SPEED_PCIE_EFF;
-    const double paging = 2.0 * (double)moved / pcie, step = s->step_time_s + paging;
+    const double paging = 2.0 * (double)moved / pcie_rate(g), step = s->step_time_s + paging;
     s->comm_s += paging;
     s->samples_per_s *= s->step_time_s / step;
     s->tokens_per_s *= s->step_time_s / step;
