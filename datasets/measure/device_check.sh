@@ -6,31 +6,33 @@
 # files. So this script is the one prepared command such a session runs, from the repository
 # root:
 #
-#     bash datasets/measure/device_check.sh            (run's timeout_s: 590)
+#     bash datasets/measure/device_check.sh            (run's timeout_s: 600)
 #
 # 1. versions.txt: python, torch, transformers, peft, accelerate, bitsandbytes, nvidia-smi.
-# 2. The smoke grid first (every code path in a few small configurations, 3 minutes at most):
-#    an API change of the installed libraries shows there, before the big grid spends the lease.
-# 3. If smoke measured at least one row, gpu-25min in its order (the HF Trainer rows first) for
-#    what is left of MEASURE_MINUTES (default 8). Re-running the same command resumes: rows
-#    already ok or oom in $OUT/measured.csv are kept only if that file is carried back in, so
-#    a second call copies the first call's measured.csv to $OUT first (MEASURE_RESUME=FILE).
+# 2. The smoke gate: three configurations of the smoke grid (our loop, the HF Trainer, FSDP on
+#    the fake process group; 2 minutes at most). An API change of the installed libraries
+#    shows there, before the big grid spends the lease.
+# 3. If the gate measured at least one row, gpu-25min in its order (its order is its
+#    priority) until MEASURE_SECONDS (default 560) after the start: no configuration starts
+#    in the last 40 s, and one still running at the deadline is stopped, so the files below are
+#    always written. Re-running resumes: rows already ok or oom are kept only if the first
+#    call's measured.csv is carried back in (MEASURE_RESUME=FILE, a path in the repository).
 # 4. $OUT gets measured.csv, measure.log (the workers' warnings and tracebacks), versions.txt
 #    and snapshots.tar (the snapshot summaries, one text file each): four files.
 #
 # MEASURE_DRY=1 plans without a GPU (measure.py --dry-run): the ctest `measure_device_dry`
-# runs it that way. Exit status: 0 when smoke measured a row, 1 when it measured none (see
+# runs it that way. Exit status: 0 when the gate measured a row, 1 when it measured none (see
 # measure.log), 2 on a usage error.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-${TMPDIR:-/tmp}/measure-out}
-minutes=${MEASURE_MINUTES:-8}
-smoke_minutes=3
-case $minutes in
-'' | *[!0-9]*) echo "device_check.sh: MEASURE_MINUTES must be whole minutes, got '$minutes'" >&2; exit 2 ;;
+seconds=${MEASURE_SECONDS:-560}
+gate_seconds=120
+case $seconds in
+'' | *[!0-9]*) echo "device_check.sh: MEASURE_SECONDS must be whole seconds, got '$seconds'" >&2; exit 2 ;;
 esac
-if [ "$minutes" -le "$smoke_minutes" ]; then
-    echo "device_check.sh: MEASURE_MINUTES must exceed the smoke grid's $smoke_minutes" >&2
+if [ "$seconds" -le "$gate_seconds" ]; then
+    echo "device_check.sh: MEASURE_SECONDS must exceed the smoke gate's $gate_seconds" >&2
     exit 2
 fi
 py=${PYTHON:-python3}
@@ -67,24 +69,29 @@ EOF
     nvidia-smi 2>&1 | head -20
 } >"$out/versions.txt" 2>&1
 
+# measure GRID ONLY SECONDS: measure.py on GRID's configurations matching ONLY for at most
+# SECONDS: it starts none in the last 40 (a configuration of this grid takes 15 to 60 s) and
+# kills one still running at the end. `timeout` is the last resort, should the probe hang.
+measure() {
+    [ "$3" -gt 45 ] || return 0
+    timeout -s KILL $(( $3 + 15 )) "$py" "$here/measure.py" --grid "$1" --only "$2" \
+        --out "$csv" --log "$out/measure.log" --timeout 240 \
+        --budget-minutes "$(minutes $(( $3 - 40 )))" --stop-minutes "$(minutes "$3")"
+}
+minutes() { echo "$(( $1 / 60 )).$(( $1 % 60 * 100 / 60 ))" | sed 's/\.\([0-9]\)$/.0\1/'; }
+
 start=$(date +%s)
-"$py" "$here/measure.py" --grid smoke --out "$csv" --log "$out/measure.log" \
-    --budget-minutes "$smoke_minutes" --timeout 120
+measure smoke 'smoke-(00|05|08)' "$gate_seconds"
 ok_rows=$("$py" -c 'import csv, sys
 try:
     print(sum(r.get("status") == "ok" for r in csv.DictReader(open(sys.argv[1], newline=""))))
 except OSError:
     print(0)' "$csv")
 if [ "$ok_rows" = 0 ]; then
-    echo "device_check.sh: smoke measured no row; the big grid is not started (see measure.log)"
+    echo "device_check.sh: the smoke gate measured no row; the big grid is not started (see measure.log)"
     status=1
 else
-    used=$(( ($(date +%s) - start) / 60 ))
-    left=$(( minutes - used ))
-    if [ "$left" -gt 0 ]; then
-        "$py" "$here/measure.py" --grid gpu-25min --out "$csv" --log "$out/measure.log" \
-            --budget-minutes "$left" --timeout 240
-    fi
+    measure gpu-25min . $(( start + seconds - $(date +%s) ))
     status=0
 fi
 

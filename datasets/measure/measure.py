@@ -421,16 +421,16 @@ def probe(args, log):
     return res
 
 
-def measure_one(args, cid, cfg, row, log):
+def measure_one(args, cid, cfg, row, log, timeout):
     job = {"id": cid, "config": cfg, "model_row": row}
     if args.in_process:
         import measure_worker
         return measure_worker.run_job(job)
-    result, rc, output = run_child(["--worker", json.dumps(job)], args.timeout, log, cfg)
+    result, rc, output = run_child(["--worker", json.dumps(job)], timeout, log, cfg)
     if result is not None:
         return result
     if rc is None:
-        return {"status": "error:timeout", "notes": [f"no result within {args.timeout:.0f} s"]}
+        return {"status": "error:timeout", "notes": [f"no result within {timeout:.0f} s"]}
     # A crash that Python could not catch (segfault, CUDA abort): say how it ended.
     return {"status": f"error:crash-{rc}", "notes": [last_error_line(output)]}
 
@@ -512,6 +512,15 @@ def real_run(args, grid_name, selected, models):
             if config_key(cfg, cid) in done:
                 counts["already done"] = counts.get("already done", 0) + 1
                 continue
+            timeout = args.timeout
+            if args.stop_minutes:
+                # No worker outlives the hard stop: one still running is killed and its row
+                # says error:timeout, which a re-run measures again.
+                timeout = min(timeout, start + args.stop_minutes * 60 - time.time())
+                if timeout < 5:
+                    print(f"hard stop of {args.stop_minutes} min reached; re-run the same "
+                          "command to go on", flush=True)
+                    break
             t0 = time.time()
             try:
                 row = catalog.find_model(models, cfg["model"])
@@ -528,7 +537,7 @@ def real_run(args, grid_name, selected, models):
                 result = {"status": "skipped: bitsandbytes missing", "notes": []}
             else:
                 log.write(f"--- {cid} {describe(cfg)}\n")
-                result = measure_one(args, cid, cfg, row, log)
+                result = measure_one(args, cid, cfg, row, log, timeout)
             for r in rows_for_result(cfg, cid, result, env):
                 writer.writerow(r)
             f.flush()
@@ -561,6 +570,10 @@ def build_parser():
                    help="seconds per configuration before the worker is killed (default 600)")
     p.add_argument("--budget-minutes", type=float, default=0.0, metavar="M",
                    help="start no new configuration after M minutes (0 = no limit)")
+    p.add_argument("--stop-minutes", type=float, default=0.0, metavar="M",
+                   help="kill a configuration still running M minutes after the start, and "
+                        "start none after (0 = no limit); with --budget-minutes, for leases "
+                        "that end at a fixed time")
     p.add_argument("--models-csv", default=str(DEFAULT_MODELS_CSV),
                    help="model catalog (default datasets/models.csv)")
     p.add_argument("--dry-run", action="store_true",

@@ -552,12 +552,20 @@ def run_trainer(model, cfg, batches, peaks, notes):
 
     prec = cfg["precision"]
     with _tempfile.TemporaryDirectory() as tmp:
-        args = TrainingArguments(
+        kwargs = dict(
             output_dir=tmp, per_device_train_batch_size=1, max_steps=len(batches),
             learning_rate=1e-5, lr_scheduler_type="constant", optim=trainer_optim(cfg),
-            bf16=prec == "bf16", fp16=prec == "fp16", report_to=[], save_strategy="no",
+            bf16=prec == "bf16", fp16=prec == "fp16", report_to="none", save_strategy="no",
             logging_strategy="no", disable_tqdm=True, dataloader_num_workers=0,
             dataloader_pin_memory=False, remove_unused_columns=False, seed=0)
+        # Only what this version's TrainingArguments still has (the harness meets versions it
+        # was not written against); a dropped key is noted with the row.
+        import dataclasses
+        known = {f.name for f in dataclasses.fields(TrainingArguments)}
+        dropped = sorted(k for k in kwargs if k not in known)
+        if dropped:
+            notes.append("trainer_args_dropped=" + "+".join(dropped))
+        args = TrainingArguments(**{k: v for k, v in kwargs.items() if k in known})
         trainer = Trainer(model=model, args=args, train_dataset=Batches(),
                           data_collator=lambda items: items[0])
         trainer.add_callback(Phases())

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -636,6 +637,18 @@ class TestRealRunWithFakeWorker(Fixture):
         self.assertEqual(p.returncode, 0, p.stderr + p.stdout)
         rows = self.read(out)
         self.assertEqual([(r["id"], r["status"]) for r in rows], [("smoke-00", "error:timeout")])
+
+    def test_hard_stop(self):
+        """--stop-minutes kills the worker still running at the stop and starts no other."""
+        out = os.path.join(self.tmp.name, "stop.csv")
+        t0 = time.time()
+        p = self.run_grid(out, "--only", "smoke-0[05]", "--stop-minutes", "0.15",
+                          env_extra={"FAKE_SLEEP": "30"})
+        self.assertEqual(p.returncode, 0, p.stderr + p.stdout)
+        self.assertLess(time.time() - t0, 25)
+        rows = self.read(out)
+        self.assertEqual([(r["id"], r["status"]) for r in rows], [("smoke-00", "error:timeout")])
+        self.assertIn("hard stop of 0.15 min reached", p.stdout)
 
 
 if __name__ == "__main__":
