@@ -6,6 +6,6 @@ python3 "$PROJECT/datasets/measure/measure.py" --grid smoke --dry-run > "$TMP/dr
 # the one prepared command a GPU session runs (issue 11), planned without a GPU
 MEASURE_DRY=1 sh "$PROJECT/datasets/measure/device_check.sh" > "$TMP/device.txt" || fail "device_check.sh dry run"
 grep -q "configurations in grid gpu-25min" "$TMP/device.txt" || fail "device_check.sh plans no gpu-25min"
-MEASURE_MINUTES=2 sh "$PROJECT/datasets/measure/device_check.sh" 2> "$TMP/err.txt" && fail "2 minutes accepted"
-grep -q "must exceed" "$TMP/err.txt" || fail "no message for too few minutes"
+MEASURE_SECONDS=100 sh "$PROJECT/datasets/measure/device_check.sh" 2> "$TMP/err.txt" && fail "100 s accepted"
+grep -q "must exceed" "$TMP/err.txt" || fail "no message for too few seconds"
 finish
