@@ -245,6 +245,10 @@ def row_features(cfg):
     # prepare_model_for_kbit_training (README "A k-bit base prepared for training")
     if cfg.get("quant", "none") != "none" and "kbit-prep" not in f:
         f.append("no-kbit-prep")
+    if cfg.get("method") == "adp" and cfg.get("precision") in ("bf16", "fp16"):
+        # fully_shard with MixedPrecisionPolicy(param_dtype, reduce_dtype=fp32) and no
+        # autocast (measure_worker.parallelize)
+        f += ["fsdp-mp", "fsdp-fp32-reduce"]
     if cfg.get("method", "single") != "single":
         f.append("fake-pg")
     if cfg.get("runner", "loop") == "trainer":

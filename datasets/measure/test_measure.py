@@ -197,7 +197,7 @@ class TestGrids(Fixture):
         fsdp = grids.c("gpt2", method="adp", gpus=4, runner="loop", features=["fused"])
         r = measure.rows_for_result(fsdp, "x-01", res, {})[0]
         self.assertEqual((r["method"], r["gpus"], r["tp"], r["features"], r["tokens_per_s_gpu"]),
-                         ("adp", 4, 1, "fused+fake-pg", ""))
+                         ("adp", 4, 1, "fused+fsdp-mp+fsdp-fp32-reduce+fake-pg", ""))
         tp = grids.c("gpt2", method="tp", gpus=2, runner="trainer")
         r = measure.rows_for_result(dict(tp, runner="trainer"), "x-02", res, {})[0]
         # Trainer's optim="adamw_torch" (foreach) against stack hf's fused default

@@ -56,6 +56,10 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"empty-cache-10", FEAT_EMPTY_CACHE | FEAT_EMPTY_CACHE_10, 0, NULL},
         {"ds-default-buckets", FEAT_DS_DEFAULT_BUCKETS, 0, NULL},
         {"fsdp-fp32-reduce", FEAT_FSDP_FP32_REDUCE, 0, NULL},
+        /* FSDP2's MixedPrecisionPolicy(param_dtype=bf16) instead of autocast: the gathered
+         * parameters are the 16-bit copies and no autocast runs (train.h FEAT_FSDP_MP; the
+         * measurement harness's adp rows, datasets/measure/measure_worker.py parallelize) */
+        {"fsdp-mp", FEAT_FSDP | FEAT_FSDP_MP, 0, NULL},
         {"lora-dropout", FEAT_LORA_DROPOUT, 0, NULL},
         /* PEFT 0.7 (update_layer: self.to(weight.device, dtype=weight.dtype)) keeps the
          * adapters in the base dtype; PEFT's later autocast_adapter_dtype upcasts them */

@@ -33,6 +33,21 @@ static bool o_input_own(const struct model_spec *m, const struct train_config *c
     return act_eager_attn(m, c);
 }
 
+/* The hidden-wide Linear inputs of one block when each reader casts its own: under autocast
+ * an fp32 normed input (the fp32 residual stream of fp32 weights through HF's RMSNorm, or any
+ * LayerNorm, which autocast runs in fp32) is cast to 16 bit by every Linear that reads it,
+ * since autocast caches the casts of leaf tensors that require grad only (pytorch
+ * aten/src/ATen/autocast_mode.h cached_cast: `arg.is_leaf() && arg.requires_grad()`), and each
+ * mm keeps its own cast. q, k and v (one fused qkv: one), gate and up (fused, or a plain MLP's
+ * fc1: one); a parallel block's attention and MLP read the same normed input. Measured:
+ * datasets/measured/h100-20261127.csv gpu-25min-00/-02/-16 (Llama-3.2-1B full, bf16 mixed). */
+static uint64_t amp_cast_inputs(const struct model_spec *m)
+{
+    const uint64_t qkv = m->fused_qkv ? 1 : 3;
+    const uint64_t mlp = m->mlp == MLP_GATED && !m->fused_gate_up ? 2 : 1;
+    return (uint64_t)m->hidden * (qkv + mlp);
+}
+
 /* The block Linears' inputs kept per token for their own backward. A trained Linear keeps its
  * input for the weight gradient. A frozen nn.Linear keeps nothing: F.linear on a 3-D input is
  * matmul -> mm, and mm's derivative saves `self` only when should_compute_output(mat2)
@@ -40,14 +55,15 @@ static bool o_input_own(const struct model_spec *m, const struct train_config *c
  * weight without requires_grad never sets. A bitsandbytes base keeps its input (attention
  * input, MLP input, down input, o input where it is its own); a wrapped adapter's lora_A
  * keeps the same input, counted in lora_tok. */
-static uint64_t linear_inputs(const struct model_plan *p, const struct train_config *c, uint64_t ea)
+static uint64_t linear_inputs(const struct model_plan *p, const struct train_config *c, uint64_t ea,
+                              bool amp_casts)
 {
     const struct model_spec *m = &p->spec;
     const uint64_t tp = (uint64_t)c->tp, i = (uint64_t)p->inter_active;
     const uint64_t ao = (uint64_t)m->heads * (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
     const uint64_t ins = (uint64_t)m->hidden * (m->norms_per_layer == 1 ? 1 : 2);
     if (c->finetune == FT_FULL)
-        return ea * (ins + ao / tp + i / tp);
+        return ea * ((amp_casts ? amp_cast_inputs(m) : ins) + (o_input_own(m, c) ? ao / tp : 0) + i / tp);
     if (!bnb_keeps_input(c))
         return 0;
     return ea * (ins + (o_input_own(m, c) ? ao / tp : 0) + i / tp);
@@ -401,10 +417,16 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
      * then keeps only its input, a gated MLP only gate and up (not act(gate)) */
     const bool compiled = (c->features & FEAT_COMPILE) != 0;
     const uint64_t sp = act_seq_parallel(c);
-    const uint64_t norm = (compiled ? er * h
-                                    : (m->norm == NORM_RMSNORM ? 4 : er) * h + (trained ? ea * h : 0)) / sp;
-    /* q/k/v read one normalised input; the MLP another unless the block is parallel */
-    uint64_t lin_in = linear_inputs(p, c, ea);
+    /* a trained RMSNorm weight keeps the normalised input it multiplies, in the residual
+     * dtype: transformers LlamaRMSNorm.forward `return self.weight *
+     * hidden_states.to(input_dtype)` (Qwen2 and Mistral the same) */
+    const uint64_t norm_out = trained ? (m->norm == NORM_RMSNORM ? er : ea) * h : 0;
+    const uint64_t norm = (compiled ? er * h : (m->norm == NORM_RMSNORM ? 4 : er) * h + norm_out) / sp;
+    /* q/k/v read one normalised input; the MLP another unless the block is parallel; under
+     * autocast an fp32 one is cast by each reader (amp_cast_inputs) */
+    const bool amp_casts = train_mixed(c) && !(c->features & FEAT_FSDP_MP) && !compiled &&
+                           !model_is_moe(m) && m->kv_lora_rank == 0 && (er == 4 || m->norm == NORM_LAYERNORM);
+    uint64_t lin_in = linear_inputs(p, c, ea, amp_casts);
     /* --precision fp8, tensorwise: each Float8Linear saves its own e4m3 input_fp8 (1 byte
      * an element) instead of sharing the 16-bit normed input (float8.c cites
      * torchao); rowwise saves the high-precision input, as nn.Linear */

@@ -63,10 +63,11 @@
 #define SRC_DEQUANT "bitsandbytes autograd/_functions.py MatMul4Bit: the weight dequantized " \
                     "per matmul (+ its fp16 dequantized copy beside the cast when Lightning " \
                     "quantized it from fp16)"
-#define SRC_NORM "HF LlamaRMSNorm saves its fp32 input (LayerNorm its input), + the output of a " \
-                 "trained weight"
+#define SRC_NORM "HF LlamaRMSNorm saves its fp32 input (LayerNorm its input), + the normalised input " \
+                 "a trained weight multiplies, in the residual dtype"
 #define SRC_LIN_IN "torch.nn.Linear saves its input for the weight gradient (trained weights only: " \
-                   "mm's guard_for); bitsandbytes MatMul4Bit keeps its input (ctx.tensors)"
+                   "mm's guard_for; under autocast each reader's own cast of an fp32 normed input); " \
+                   "bitsandbytes MatMul4Bit keeps its input (ctx.tensors)"
 #define SRC_SDPA "torch SDPA (flash / memory-efficient): q, k, v, output + fp32 logsumexp per head"
 #define SRC_EAGER "eager attention: q, expanded k and v, fp32 softmax and its 16-bit cast " \
                   "(+ tanh softcapping's output: litgpt model.py, Gemma 2)"
@@ -84,6 +85,8 @@
                   "@00eba634: grad_input, chunks of next_power_of_2(cdiv(N, cdiv(V, h))) tokens"
 #define SRC_MASK "transformers masking_utils.sdpa_mask (bool, padded batches); torch attention.cpp " \
                  "convert_boolean_attn_mask per call, kept by the memory-efficient kernel"
+#define SRC_AMP_HEAD "torch autocast cached_cast: the tied fp32 embedding cast to 16 bit for the lm_head's " \
+                     "matmul, kept for its backward (snapshot datasets/measured/h100-20261127-snapshots/gpu-25min-15.txt)"
 #define SRC_KBIT "peft utils/other.py prepare_model_for_kbit_training: the lm_head in fp32; its " \
                  "matmul under autocast keeps the 16-bit cast (torch autocast_mode.h cached_cast)"
 #define SRC_PP_RECV "torch distributed/pipelining/stage.py PipelineStage._prepare_forward_infra and " \
@@ -598,7 +601,8 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
     const char *dq = cast ? "fp16+bf16" : "bf16";
     row_bytes(b, TERM_ACTIVATIONS, "dequantized block Linear (the largest)", dq, f->dequant, SRC_DEQUANT);
     row_bytes(b, TERM_ACTIVATIONS, "dequantized lm_head", dq, f->dequant_head, SRC_DEQUANT);
-    row_bytes(b, TERM_ACTIVATIONS, "autocast 16-bit copy of the fp32 lm_head", "bf16", f->amp_head, SRC_KBIT);
+    row_bytes(b, TERM_ACTIVATIONS, "autocast 16-bit copy of the fp32 lm_head", "bf16", f->amp_head,
+              x->c->quant != QUANT_NONE ? SRC_KBIT : SRC_AMP_HEAD);
     row_bytes(b, TERM_COMM, f->gather_bwd ? "gathered units in backward" : "gathered units",
               float8_allgather(c) ? "e4m3+bf16" : "bf16",
               f->gather, SRC_GATHER);

@@ -175,7 +175,7 @@ struct mem_resident {
     uint64_t w, g, o, tmp;    /* weights, gradients, optimizer states, step temporaries */
     uint64_t amp_all, amp_one;/* autocast 16-bit weight copies: all blocks, one block */
     uint64_t dequant, dequant_head; /* a dequantized block Linear, the dequantized lm_head */
-    uint64_t amp_head;        /* autocast's 16-bit copy of an fp32 frozen lm_head (loss phase) */
+    uint64_t amp_head;        /* autocast's 16-bit copy of an fp32 lm_head outside amp_all (loss) */
     uint64_t gather_fwd, gather_bwd, bucket; /* gathered units, gradient buckets */
     uint64_t paged, host;     /* managed-memory optimizer states; host memory (offload) */
     uint64_t paged_one;       /* the largest parameter's managed-memory states */

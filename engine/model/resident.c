@@ -463,6 +463,12 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
         r->amp_all = (uint64_t)(((double)p->linear_w - (double)p->expert_p * ep_keep) / tpdiv) * 2;
         r->amp_one = (uint64_t)(((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) /
                                 tpdiv) * 2;
+        /* a tied lm_head is the fp32 embedding (not in linear_w): its 16-bit cast is made
+         * for the logits and kept by their mm until the lm_head's backward. Measured: the
+         * snapshot datasets/measured/h100-20261127-snapshots/gpu-25min-15.txt, one
+         * 128256x2048 bf16 aten._to_copy from linear.py alive at backward's start. */
+        if (!p->head_p && p->spec.tied)
+            r->amp_head = (uint64_t)((double)p->embed_p / tpdiv * 2.0);
     }
     if (float8_on(c))
         fp8_weight_copies(p, c, r, ep_keep, tpdiv);
