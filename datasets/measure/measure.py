@@ -302,6 +302,8 @@ def rows_for_result(cfg, cid, result, env):
         if result.get(key) is None:
             continue  # no NVML and no nvidia-smi: no device row rather than a wrong one
         rows.append(dict(base, metric=metric, measured_gib=fmt_gib(result[key])))
+    for r in rows[1:]:
+        r["tokens_per_s_gpu"] = ""  # one speed per configuration (validate counts rows)
     return rows
 
 

@@ -213,10 +213,24 @@ def apply_lora(model, row, cfg, adapter_dtype):
     return model, names
 
 
+def param_groups(params):
+    """The parameters as optimizer groups: one, or under tensor parallelism the DTensor
+    shards apart from the replicated plain tensors (embedding, norms, lm_head), since a
+    foreach kernel refuses a list that mixes them ("got mixed torch.Tensor and DTensor",
+    torch 2.11). AdamW steps group by group, so its foreach temporary is the larger group's;
+    torchtitan shards every parameter and has one group."""
+    dt = [p for p in params if type(p).__name__ == "DTensor" or hasattr(p, "_spec")]
+    if not dt or len(dt) == len(params):
+        return params, ""
+    plain = [p for p in params if not any(p is d for d in dt)]
+    return [{"params": dt}, {"params": plain}], ", 2 groups (DTensor shards, plain tensors)"
+
+
 def make_optimizer(cfg, params):
     """The optimizer, and a note saying which implementation it is."""
     feats = cfg.get("features", ())
     lr = 1e-5
+    params, groups = param_groups(list(params))
     if cfg["optimizer"] == "sgd":
         return torch.optim.SGD(params, lr=lr), "torch.SGD momentum=0"
     if cfg["optimizer"] == "adamw8bit":
@@ -227,10 +241,10 @@ def make_optimizer(cfg, params):
         import bitsandbytes as bnb
         return bnb.optim.PagedAdamW(params, lr=lr), "bnb.PagedAdamW"
     if "fused" in feats:
-        return torch.optim.AdamW(params, lr=lr, fused=True), "torch.AdamW fused"
+        return torch.optim.AdamW(params, lr=lr, fused=True), "torch.AdamW fused" + groups
     # torch's default on CUDA is the foreach implementation (one temporary the size of the
     # squared-gradient state during step()).
-    return torch.optim.AdamW(params, lr=lr), "torch.AdamW foreach"
+    return torch.optim.AdamW(params, lr=lr), "torch.AdamW foreach" + groups
 
 
 # --- the measurement ----------------------------------------------------------------------
@@ -329,7 +343,18 @@ def parallelize(model, cfg, notes):
     if method == "cdp":  # DDP, default buckets (25 MiB), gradient_as_bucket_view False (HF's)
         from torch.nn.parallel import DistributedDataParallel
         notes.append("wrap=DDP")
-        return DistributedDataParallel(model, device_ids=[torch.cuda.current_device()]), True
+        ddp = DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])
+        # The fake group's all-reduce completes with no value, which DDP's reducer refuses
+        # ("expected the hook result is either a Tensor or a TensorList found None", torch
+        # 2.11); a real all-reduce works in place on the bucket, so returning the bucket as
+        # it is allocates what a rank allocates.
+        def in_place_allreduce(state, bucket):
+            fut = torch.futures.Future()
+            fut.set_result(bucket.buffer())
+            return fut
+        ddp.register_comm_hook(None, in_place_allreduce)
+        notes.append("comm_hook=in-place (fake group)")
+        return ddp, True
     from torch.distributed.device_mesh import init_device_mesh
     mesh = init_device_mesh("cuda", (world,))
     layers = decoder_layers(model)
@@ -707,7 +732,8 @@ def run_job(job):
                    **{f"phase_{k}": v for k, v in peaks.peaks.items()})
         notes.append("step_s=" + "/".join(f"{s:.2f}" for s in step_s[:8]))
         tokens = [int(b[2].ne(-100).sum()) for b in batches]
-        if len(step_s) > 1:
+        if len(step_s) > 1 and not cfg.get("snapshot"):
+            # (a snapshot's last step runs under a TorchDispatchMode: no speed from it)
             tps = sum(tokens[1:len(step_s)]) / sum(step_s[1:])
             res["tokens_per_s"] = tps
             notes.append(f"tokens_per_s={tps:.0f}")

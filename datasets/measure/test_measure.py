@@ -425,9 +425,12 @@ class TestCsv(unittest.TestCase):
         g = 1 << 30
         res = {"status": "ok", "peak_allocated": 3 * g, "peak_reserved": 3.5 * g,
                "peak_device": 4 * g + 123456, "phase_forward": 2 * g, "phase_backward": 3 * g,
-               "phase_optimizer": 2.5 * g, "context": g // 2, "notes": ["a=1", "b=2"]}
+               "phase_optimizer": 2.5 * g, "context": g // 2, "notes": ["a=1", "b=2"],
+               "tokens_per_s": 1234.4}
         rows = measure.rows_for_result(cfg, "smoke-02", res, self.ENV)
         self.assertEqual([r["metric"] for r in rows], ["allocated", "reserved", "device"])
+        # one speed per configuration, on its first row
+        self.assertEqual([r["tokens_per_s_gpu"] for r in rows], ["1234", "", ""])
         self.assertEqual([r["measured_gib"] for r in rows], ["3.0000", "3.5000", "4.0001"])
         r = rows[0]
         self.assertEqual(set(r), set(measure.CSV_COLUMNS))
