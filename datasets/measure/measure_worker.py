@@ -274,9 +274,20 @@ class PhasePeaks:
         self.reserved = 0
         self.device = None
         self.overhead = None
+        # GPU time of each phase per step (from the previous close, or the step's begin(),
+        # to this close's synchronize; the sampling below is left out), for the speed model
+        self.seconds = {k: [] for k in PHASES}
+        self.last = None
+
+    def begin(self):
+        """The start of a step's timed phases."""
+        torch.cuda.synchronize()
+        self.last = time.perf_counter()
 
     def close(self, name):
         torch.cuda.synchronize()
+        if self.last is not None:
+            self.seconds[name].append(time.perf_counter() - self.last)
         self.peaks[name] = max(self.peaks[name], torch.cuda.max_memory_allocated())
         self.reserved = max(self.reserved, torch.cuda.max_memory_reserved())
         u = self.dev.used()
@@ -288,6 +299,16 @@ class PhasePeaks:
                 o = u - self.idle - torch.cuda.memory_reserved()
                 self.overhead = o if self.overhead is None else max(self.overhead, o)
         torch.cuda.reset_peak_memory_stats()
+        self.last = time.perf_counter()
+
+    def phase_note(self):
+        """phase_s=forward/loss/backward/optimizer: each phase's median seconds over the steps
+        after the first (the first allocates the optimizer states and warms the kernels)."""
+        med = []
+        for k in PHASES:
+            v = sorted(self.seconds[k][1:]) or sorted(self.seconds[k])
+            med.append(f"{v[len(v) // 2]:.4f}" if v else "-")
+        return "phase_s=" + "/".join(med)
 
 
 def make_batches(cfg, vocab, steps, pad_id=0):
@@ -506,6 +527,7 @@ def run_loop(model, optimizer, scaler, amp, batches, peaks, snap):
     for step, batch in enumerate(batches, 1):
         last = step == len(batches)
         mode = snap.mode if (snap and last) else contextlib.nullcontext()
+        peaks.begin()
         t0 = time.perf_counter()
         with mode:
             loss = forward_loss(model, batch, amp)
@@ -555,6 +577,7 @@ def run_trainer(model, cfg, batches, peaks, notes):
 
     class Phases(TrainerCallback):
         def on_step_begin(self, args, state, control, **kw):
+            peaks.begin()
             t0[0] = time.perf_counter()
 
         def on_pre_optimizer_step(self, args, state, control, **kw):
@@ -687,6 +710,10 @@ def run_job(job):
         notes.append(f"data={cfg.get('data', 'packed')} tokens=" +
                      "/".join(str(int(b[0].numel())) for b in batches[:8]) +
                      ("/..." if len(batches) > 8 else ""))
+        if cfg.get("data", "packed") == "variable":
+            # every step's padded width, in order: what an allocator replay of this very run
+            # needs (the reserved peak of a short variable-length run is the order's draw)
+            notes.append("widths=" + "/".join(str(int(b[0].shape[1])) for b in batches))
 
         # Leftovers of construction (the dense copy a quantized layer replaced, init
         # temporaries) sit in the allocator's cache; a loaded model would not have them.
@@ -731,6 +758,7 @@ def run_job(job):
                    peak_reserved=peaks.reserved, peak_device=peaks.device,
                    **{f"phase_{k}": v for k, v in peaks.peaks.items()})
         notes.append("step_s=" + "/".join(f"{s:.2f}" for s in step_s[:8]))
+        notes.append(peaks.phase_note())
         tokens = [int(b[2].ne(-100).sum()) for b in batches]
         if len(step_s) > 1 and not cfg.get("snapshot"):
             # (a snapshot's last step runs under a TorchDispatchMode: no speed from it)
