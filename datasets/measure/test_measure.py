@@ -133,6 +133,20 @@ class TestDryRun(Fixture):
 
 
 class TestGrids(Fixture):
+    def test_measured_ids_keep_their_configurations(self):
+        """A committed measurement's id still names the configuration it measured: grids
+        grow at their end or after their measured prefix, never by renumbering it (a resumed
+        lease skips by these keys)."""
+        files = sorted((HERE.parent / "measured").glob("h100-*.csv"))
+        self.assertTrue(files)
+        for path in files:
+            with open(path, newline="", encoding="utf-8") as f:
+                for row in csv.DictReader(f):
+                    grid, _, index = row["id"].rpartition("-")
+                    cfg = grids.GRIDS[grid][int(index)]
+                    self.assertEqual(measure.config_key(cfg, row["id"]), measure.row_key(row),
+                                     f"{path.name}: {row['id']}")
+
     def test_all_configs_valid(self):
         for name, configs in grids.GRIDS.items():
             for i, cfg in enumerate(configs):
