@@ -122,7 +122,8 @@ static void test_blocks_only(void **state)
 /* In the memory model: the tiny model (root 2 x 64000 parameters, blocks of 36992) under
  * torchtitan's FSDP2 on 2 GPUs gathers 256000 and 73984 bytes in bf16; every request is
  * at most 1 MiB, so the small pool's one 2 MiB segment holds them all. It is reserved in
- * every phase, allocated in none; stack hf (FSDP1 here) has no such pool. */
+ * every phase, allocated in none; stack hf (FSDP1 here) has no such pool, unless the row
+ * says fully_shard with a MixedPrecisionPolicy (FEAT_FSDP_MP: the harness's adp rows). */
 static void test_memmodel_pool(void **state)
 {
     (void)state;
@@ -140,12 +141,43 @@ static void test_memmodel_pool(void **state)
     assert_int_equal(mp.side_pool, 2 * MiB);
     struct mem_prepared hf;
     c.stack = STACK_HF;
+    c.features = FEAT_FSDP;
     memmodel_prepare(&plan, &c, &o, &hf);
     assert_int_equal(hf.side_pool, 0);
+    c.features |= FEAT_FSDP_MP;
+    memmodel_prepare(&plan, &c, &o, &hf);
+    assert_int_equal(hf.side_pool, 2 * MiB);
     for (int ph = 0; ph < PHASE_COUNT; ph++)
         if (mp.phase_on[ph])
             assert_true(mp.fixed_r[ph] >= 2 * MiB);
     plan_free(&plan);
+}
+
+/* A tied lm_head is the embedding: the root unit gathers it once (FSDP2 shards each
+ * parameter once), so a tied model's pool is below the same model's with its own head.
+ * Large enough that the root unit (32000 x 1024 in bf16, 62.5 MiB) leaves the small pool. */
+static void test_tied_root(void **state)
+{
+    (void)state;
+    struct model_plan untied, tied;
+    const int64_t dims[8] = {2, 1024, 8, 8, 128, 2048, 32000, 2048};
+    assert_int_equal(llama_test_plan(&untied, "untied", dims), 0);
+    struct model_spec m = untied.spec;
+    m.tied = true;
+    assert_int_equal(plan_init(&tied, &m), 0);
+    struct train_config c = {
+        .method = METHOD_ADP, .gpus = 2, .tp = 1, .dp = 2, .pp = 1, .microbatches = 1, .ep = 1,
+        .micro_batch = 2, .seq_len = 8, .precision = PREC_BF16, .finetune = FT_FULL,
+        .optimizer = OPT_ADAMW, .stack = STACK_HF, .features = FEAT_FSDP | FEAT_FSDP_MP,
+    };
+    struct mem_options o = {.paper = false, .base_bytes = 1 << 20};
+    struct mem_prepared a, b;
+    memmodel_prepare(&untied, &c, &o, &a);
+    memmodel_prepare(&tied, &c, &o, &b);
+    assert_true(b.side_pool > 0);
+    assert_true(b.side_pool < a.side_pool);
+    plan_free(&untied);
+    plan_free(&tied);
 }
 
 int main(void)
@@ -157,6 +189,7 @@ int main(void)
         cmocka_unit_test(test_blocks_only),
         cmocka_unit_test(test_capped_replay),
         cmocka_unit_test(test_memmodel_pool),
+        cmocka_unit_test(test_tied_root),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -273,7 +273,9 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
         set_phase(mp, PHASE_BWD_END, r.w, bwd_grad + r.root_end, r.o, 0, r.root_gather + r.bucket);
 }
 
-/* FSDP2's all-gather copy-in stream pool (streampool.h) on torchtitan's units. At 9dec370
+/* FSDP2's all-gather copy-in stream pool (streampool.h) on torchtitan's units, and on any
+ * stack's fully_shard with a MixedPrecisionPolicy (FEAT_FSDP_MP: the measurement harness's
+ * adp rows wrap every block, then the model, as torchtitan did before 83e69410). At 9dec370
  * (parallelisms/parallelize_llama.py apply_fsdp) fully_shard goes on each block, then on
  * the whole model, whose root unit holds the embedding, final norm and lm_head; the last
  * block is not resharded after forward, so backward gathers the others again. From
@@ -287,7 +289,9 @@ static uint64_t side_pool_stage(const struct model_plan *p, const struct train_c
 {
     const double gb = c->precision == PREC_FP32 ? 4.0 : 2.0, tp = (double)c->tp;
     const uint64_t emb = has_emb ? (uint64_t)((double)p->embed_p / tp * gb) : 0;
-    const uint64_t head = has_head ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / tp * gb) : 0;
+    /* a tied lm_head is the embedding: gathered once, with the unit that holds it */
+    const bool tied_here = !p->head_p && has_emb;
+    const uint64_t head = has_head && !tied_here ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / tp * gb) : 0;
     const bool pp = c->method == METHOD_PP;
     if (c->features & FEAT_FSDP_END_UNITS) {
         u.first = emb, u.last = head;
@@ -305,7 +309,7 @@ static void fsdp2_side_pool(const struct model_plan *p, const struct train_confi
     bool zero3, ds;
     resident_shard_kind(c, &zero3, &ds);
     const bool pp = c->method == METHOD_PP;
-    if (c->stack != STACK_TORCHTITAN || !zero3 || ds || c->dp < 2 || c->method == METHOD_OFFLOAD ||
+    if ((c->stack != STACK_TORCHTITAN && !(c->features & FEAT_FSDP_MP)) || !zero3 || ds || c->dp < 2 || c->method == METHOD_OFFLOAD ||
         (!pp && !(c->features & FEAT_FSDP)))
         return;
     const double layer = ((double)p->layer_p - (double)p->layer_expert_p * (1.0 - 1.0 / (double)train_ep(c))) /
