@@ -119,6 +119,27 @@ static void test_variable_table(void **state)
     assert_int_equal(losspath_variable_cost(LOSS_COUNT, LP_MIXED, ALLOC_DEFAULT, &c), -1);
 }
 
+/* The orders of a run: a full-length run's median is the model's cost (the same replay),
+ * a shorter run sets fewer records (H(n) of them on average), so it reserves less: the
+ * harness's 30-step runs (README "Ground truth of our own") are not the model's 1000. */
+static void test_variable_orders(void **state)
+{
+    (void)state;
+    double r[LP_RUN_ORDERS], n[LP_RUN_ORDERS], r30[LP_RUN_ORDERS], n30[LP_RUN_ORDERS];
+    struct loss_cost table;
+    losspath_cost(LOSS_HF, LP_MIXED, DATA_VARIABLE, ALLOC_DEFAULT, &table);
+    const unsigned bk = losspath_batch_bucket(4);
+    assert_int_equal(losspath_variable_orders(LOSS_HF, LP_MIXED, ALLOC_DEFAULT, 4, LP_RUN_STEPS, r, n), 0);
+    for (size_t i = 1; i < LP_RUN_ORDERS; i++)
+        assert_true(r[i - 1] <= r[i]);
+    assert_true((r[LP_RUN_ORDERS / 2 - 1] + r[LP_RUN_ORDERS / 2]) / 2.0 == table.reserved[bk]);
+    assert_int_equal(losspath_variable_orders(LOSS_HF, LP_MIXED, ALLOC_DEFAULT, 4, 30, r30, n30), 0);
+    assert_true(r30[LP_RUN_ORDERS / 2] < r[LP_RUN_ORDERS / 2]);
+    assert_int_equal(losspath_variable_orders(LOSS_HF, LP_MIXED, ALLOC_DEFAULT, 4, 0, r30, n30), -1);
+    assert_int_equal(losspath_variable_orders(LOSS_HF, LP_MIXED, ALLOC_DEFAULT, 4, LP_RUN_STEPS + 1, r30, n30), -1);
+    assert_int_equal(losspath_variable_orders(LOSS_HF, LP_MIXED, ALLOC_DEFAULT, 0, 30, r30, n30), -1);
+}
+
 /* Expandable segments: one growing segment in 20 MiB pages. Logits [0,2), upcast [2,6),
  * output [6,10); freeing upcast and logits leaves [0,6) free; nll_loss's gradient takes
  * [0,4); the log_softmax gradient cannot use [4,6) and grows the segment to 14. At the
@@ -281,6 +302,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hf_allocated),         cmocka_unit_test(test_hf_packed_reserved),
         cmocka_unit_test(test_replay_by_hand), cmocka_unit_test(test_variable_run), cmocka_unit_test(test_variable_table), cmocka_unit_test(test_hf_expandable),
+        cmocka_unit_test(test_variable_orders),
         cmocka_unit_test(test_chunked),              cmocka_unit_test(test_select),
         cmocka_unit_test(test_outputs_kept),         cmocka_unit_test(test_compiled_ce),
         cmocka_unit_test(test_loss_parallel),        cmocka_unit_test(test_trl),

@@ -415,8 +415,6 @@ static const uint32_t packed_steps[] = {LP_LEN_UNIT, LP_LEN_UNIT};
  * moved by 6 bytes per entry with the sample (the records a run sets, H(1000) = 7.5 on
  * average, decide it); 128 orders hold it within about 2 of 512 orders' (Qwen v1: 48.9
  * against 50.8 at micro-batch 1). */
-#define LP_RUN_STEPS 1000
-#define LP_RUN_ORDERS 128
 
 /* splitmix64 (Steele, Lea, Flood 2014): a fixed, portable stream per data order. */
 static uint64_t splitmix64(uint64_t *x)
@@ -468,31 +466,43 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median_of_orders(double *v)
+/* The median of LP_RUN_ORDERS values in ascending order. */
+static double median_of_orders(const double *v)
 {
-    qsort(v, LP_RUN_ORDERS, sizeof v[0], cmp_double);
     return (v[LP_RUN_ORDERS / 2 - 1] + v[LP_RUN_ORDERS / 2]) / 2.0;
+}
+
+int losspath_variable_orders(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, uint32_t batch,
+                              size_t steps, double reserved[LP_RUN_ORDERS], double needed[LP_RUN_ORDERS])
+{
+    static thread_local uint32_t len[LP_RUN_STEPS];
+    if (batch < 1 || steps < 1 || steps > LP_RUN_STEPS)
+        return -1;
+    for (uint64_t order = 0; order < LP_RUN_ORDERS; order++) {
+        uint64_t x = order + 1;
+        for (size_t i = 0; i < steps; i++) {
+            uint32_t longest = 0;
+            for (uint32_t j = 0; j < batch; j++) {
+                uint32_t l = (uint32_t)(splitmix64(&x) % LP_LEN_UNIT) + 1;
+                longest = l > longest ? l : longest;
+            }
+            len[i] = longest;
+        }
+        if (losspath_replay(lp, k, alloc, batch, len, steps, &reserved[order], &needed[order]) != 0)
+            return -1;
+    }
+    qsort(reserved, LP_RUN_ORDERS, sizeof reserved[0], cmp_double);
+    qsort(needed, LP_RUN_ORDERS, sizeof needed[0], cmp_double);
+    return 0;
 }
 
 /* The variable-length run of micro-batch b (a bucket's smallest) over every data order. */
 static int variable_run(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, uint32_t b,
                         double *reserved, double *needed)
 {
-    static thread_local uint32_t len[LP_RUN_STEPS];
     double res[LP_RUN_ORDERS], need[LP_RUN_ORDERS];
-    for (uint64_t order = 0; order < LP_RUN_ORDERS; order++) {
-        uint64_t x = order + 1;
-        for (size_t i = 0; i < LP_RUN_STEPS; i++) {
-            uint32_t longest = 0;
-            for (uint32_t j = 0; j < b; j++) {
-                uint32_t l = (uint32_t)(splitmix64(&x) % LP_LEN_UNIT) + 1;
-                longest = l > longest ? l : longest;
-            }
-            len[i] = longest;
-        }
-        if (losspath_replay(lp, k, alloc, b, len, LP_RUN_STEPS, &res[order], &need[order]) != 0)
-            return -1;
-    }
+    if (losspath_variable_orders(lp, k, alloc, b, LP_RUN_STEPS, res, need) != 0)
+        return -1;
     *reserved = median_of_orders(res);
     *needed = median_of_orders(need);
     return 0;

@@ -103,6 +103,11 @@ int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf a
 /* Step lengths of losspath_replay are in 1/LP_LEN_UNIT of the longest step. */
 #define LP_LEN_UNIT 4096
 
+/* The variable-length run the model stands for: LP_RUN_STEPS steps, replayed over
+ * LP_RUN_ORDERS data orders (losspath.c explains the choice). */
+#define LP_RUN_STEPS 1000
+#define LP_RUN_ORDERS 128
+
 /* Replays path lp over steps of lengths len[0..n) (each 1 .. LP_LEN_UNIT) of micro-batch
  * `batch` through the caching allocator model on a fresh allocator.
  * @return 0 with *reserved (the peak reserved) and *needed (the most that could not be
@@ -111,5 +116,15 @@ int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf a
  *         (1024 blocks) runs out. */
 int losspath_replay(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, uint32_t batch,
                     const uint32_t *len, size_t n, double *reserved, double *needed);
+
+/* A variable-length run of `steps` steps (1 .. LP_RUN_STEPS) of micro-batch `batch`, each
+ * padded to the longest of its samples, lengths uniform on 1 .. LP_LEN_UNIT, replayed over
+ * each of the LP_RUN_ORDERS data orders the model's cost uses (the cost is the median of a
+ * run of LP_RUN_STEPS). For comparisons with shorter runs than the model stands for (the
+ * measurement harness's 30 steps): no model term reads it.
+ * @return 0 with each order's reserved[] and needed[] (as losspath_replay's), ascending;
+ *         -1 for a bad argument or a replay that ran out of blocks. */
+int losspath_variable_orders(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, uint32_t batch,
+                              size_t steps, double reserved[LP_RUN_ORDERS], double needed[LP_RUN_ORDERS]);
 
 #endif
