@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "activations.h"
+#include "fixtures.h"
 #include "resident.h"
 #include "tiny_model.h"
 
@@ -370,6 +371,21 @@ static void test_autocast_casts(void **state)
     act_block_tok(&plan, &c, &a);
     assert_int_equal(a.norms, 768);
     assert_int_equal(a.lin_in, 512);
+
+    /* a LayerNorm model's normed input is fp32 under autocast whatever the weights; under
+     * DeepSpeed (the module in 16 bit, the master copy in the optimizer) no autocast runs:
+     * q/k/v and the MLP read one shared input each (OPT: 2 x (2h + 2q + 2i) with o's own) */
+    struct model_spec opt = fixture_opt_spec("opt-tiny", 2, 64, 4, 256, 1000, 128);
+    struct model_plan ln;
+    assert_int_equal(plan_init(&ln, &opt), 0);
+    struct train_config d = tiny_base_config();
+    d.precision = PREC_BF16;
+    act_block_tok(&ln, &d, &a);
+    assert_int_equal(a.lin_in, 2 * (4 * 64 + 256)); /* q, k, v and fc1 cast on their own */
+    d.method = METHOD_ZERO2, d.gpus = d.dp = 2;
+    act_block_tok(&ln, &d, &a);
+    assert_int_equal(a.lin_in, 2 * (2 * 64 + 256));
+    plan_free(&ln);
 
     struct resident r;
     c.features = 0;

@@ -424,8 +424,9 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
     const uint64_t norm = (compiled ? er * h : (m->norm == NORM_RMSNORM ? 4 : er) * h + norm_out) / sp;
     /* q/k/v read one normalised input; the MLP another unless the block is parallel; under
      * autocast an fp32 one is cast by each reader (amp_cast_inputs) */
-    const bool amp_casts = train_mixed(c) && !(c->features & FEAT_FSDP_MP) && !compiled &&
-                           !model_is_moe(m) && m->kv_lora_rank == 0 && (er == 4 || m->norm == NORM_LAYERNORM);
+    const bool amp_casts = train_mixed(c) && !(c->features & FEAT_FSDP_MP) && !train_master_in_optimizer(c) &&
+                           !compiled && !model_is_moe(m) && m->kv_lora_rank == 0 &&
+                           (er == 4 || m->norm == NORM_LAYERNORM);
     uint64_t lin_in = linear_inputs(p, c, ea, amp_casts);
     /* --precision fp8, tensorwise: each Float8Linear saves its own e4m3 input_fp8 (1 byte
      * an element) instead of sharing the 16-bit normed input (float8.c cites
