@@ -80,6 +80,9 @@ ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-3.7}
   --measured "$PROJECT/datasets/measured/public-2.csv" --summary --fail-above "$ALL_BOUND" \
   > "$TMP/all.txt" || fail "median error over every measured row above $ALL_BOUND %"
 grep -Eq '^all +147 ' "$TMP/all.txt" || fail "147 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
+# one line per metric after `all`, whose rows add up to it (README "Validation")
+awk '$1 == "all" && !a { a = $2 } $1 == "metric" { m += $3 } END { exit !(a && m == a) }' "$TMP/all.txt" \
+  || fail "per-metric lines do not add up to all: $(grep -E '^(all|metric) ' "$TMP/all.txt")"
 below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.txt")
 [ -n "$below" ] && [ "$below" -le 5 ] || fail "grade A/B rows more than 10 % below: $below (at most 5)"
 awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 2.7) bad = 1 } END { exit !(f && !bad) }' \
