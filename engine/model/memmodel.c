@@ -291,7 +291,8 @@ static uint64_t side_pool_stage(const struct model_plan *p, const struct train_c
     const uint64_t emb = has_emb ? (uint64_t)((double)p->embed_p / tp * gb) : 0;
     /* a tied lm_head is the embedding: gathered once, with the unit that holds it */
     const bool tied_here = !p->head_p && has_emb;
-    const uint64_t head = has_head && !tied_here ? (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / tp * gb) : 0;
+    const double head_p = (double)(p->head_p ? p->head_p : p->embed_p);
+    const uint64_t head = has_head && !tied_here ? (uint64_t)(head_p / tp * gb) : 0;
     const bool pp = c->method == METHOD_PP;
     if (c->features & FEAT_FSDP_END_UNITS) {
         u.first = emb, u.last = head;
@@ -309,7 +310,8 @@ static void fsdp2_side_pool(const struct model_plan *p, const struct train_confi
     bool zero3, ds;
     resident_shard_kind(c, &zero3, &ds);
     const bool pp = c->method == METHOD_PP;
-    if ((c->stack != STACK_TORCHTITAN && !(c->features & FEAT_FSDP_MP)) || !zero3 || ds || c->dp < 2 || c->method == METHOD_OFFLOAD ||
+    const bool fully_shard = c->stack == STACK_TORCHTITAN || (c->features & FEAT_FSDP_MP);
+    if (!fully_shard || !zero3 || ds || c->dp < 2 || c->method == METHOD_OFFLOAD ||
         (!pp && !(c->features & FEAT_FSDP)))
         return;
     const double layer = ((double)p->layer_p - (double)p->layer_expert_p * (1.0 - 1.0 / (double)train_ep(c))) /
