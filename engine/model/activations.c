@@ -399,10 +399,12 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
 {
     const struct model_spec *m = &p->spec;
     const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
+    /* torch.autocast runs over the module: mixed precision that is neither FSDP2's
+     * MixedPrecisionPolicy nor a 16-bit module with its master copy in the optimizer */
+    const bool autocast = train_mixed(c) && !(c->features & FEAT_FSDP_MP) && !train_master_in_optimizer(c);
     /* the residual stream has the dtype of the weights it starts from (the embedding);
      * under FSDP2's MixedPrecisionPolicy that is the gathered param_dtype copy */
-    const bool fp32_weights = train_mixed(c) && !(c->features & FEAT_FSDP_MP) && !train_master_in_optimizer(c) &&
-                              (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));
+    const bool fp32_weights = autocast && (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));
     const bool kbit = act_fp32_norms(m, c);
     const uint64_t er = (c->precision == PREC_FP32 || fp32_weights || kbit) ? 4 : 2;
     const uint64_t em = kbit ? 4 : ea;
@@ -424,8 +426,7 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
     const uint64_t norm = (compiled ? er * h : (m->norm == NORM_RMSNORM ? 4 : er) * h + norm_out) / sp;
     /* q/k/v read one normalised input; the MLP another unless the block is parallel; under
      * autocast an fp32 one is cast by each reader (amp_cast_inputs) */
-    const bool amp_casts = train_mixed(c) && !(c->features & FEAT_FSDP_MP) && !train_master_in_optimizer(c) &&
-                           !compiled && !model_is_moe(m) && m->kv_lora_rank == 0 &&
+    const bool amp_casts = autocast && !compiled && !model_is_moe(m) && m->kv_lora_rank == 0 &&
                            (er == 4 || m->norm == NORM_LAYERNORM);
     uint64_t lin_in = linear_inputs(p, c, ea, amp_casts);
     /* --precision fp8, tensorwise: each Float8Linear saves its own e4m3 input_fp8 (1 byte
