@@ -64,33 +64,27 @@ static int list_ab(FILE *f, const struct validate_row *rows, size_t n, const cha
 
 static bool beyond_30(const struct validate_row *r) { return fabs(r->error_pct) > 30.0; }
 static bool below_10(const struct validate_row *r) { return r->error_pct < -10.0; }
-static bool metric_allocated(const struct validate_row *r) { return !strcmp(r->metric, "allocated"); }
-static bool metric_reserved(const struct validate_row *r) { return !strcmp(r->metric, "reserved"); }
-static bool metric_device(const struct validate_row *r) { return !strcmp(r->metric, "device"); }
-static bool metric_delta(const struct validate_row *r) { return !strcmp(r->metric, "reserved-delta"); }
 
 /* Per source, all rows and per metric (what tensors hold, what the allocator reserves, what
  * the GPU shows: the errors differ in kind), then the grade A/B rows, those of them beyond
  * 30 % and those more than 10 % below their measurement. */
 static void print_summary(FILE *f, const struct validate_row *rows, size_t n)
 {
-    static const struct {
-        const char *label;
-        bool (*is)(const struct validate_row *);
-    } metrics[] = {{"metric allocated", metric_allocated}, {"metric reserved", metric_reserved},
-                   {"metric device", metric_device}, {"metric reserved-delta", metric_delta}};
+    static const char *const metrics[] = {"allocated", "reserved", "device", "reserved-delta"};
     fprintf(f, "\n%-24s %5s %7s %12s %9s %9s %9s %9s\n", "source", "rows", "skipped",
             "inconsistent", "median|%|", "mean|%|", "max|%|", "bias %");
     for (size_t i = 0; i < n; i++)
         if (first_of_source(rows, i, NULL))
-            print_stats(f, rows[i].source, validate_summarize(rows, n, rows[i].source, NULL));
-    print_stats(f, "all", validate_summarize(rows, n, NULL, NULL));
+            print_stats(f, rows[i].source, validate_summarize(rows, n, rows[i].source, NULL, NULL));
+    print_stats(f, "all", validate_summarize(rows, n, NULL, NULL, NULL));
     for (size_t m = 0; m < sizeof metrics / sizeof metrics[0]; m++) {
-        struct validate_stats s = validate_summarize(rows, n, NULL, metrics[m].is);
+        struct validate_stats s = validate_summarize(rows, n, NULL, metrics[m], NULL);
+        char label[32];
+        snprintf(label, sizeof label, "metric %s", metrics[m]);
         if (s.n)
-            print_stats(f, metrics[m].label, s);
+            print_stats(f, label, s);
     }
-    struct validate_stats ab = validate_summarize(rows, n, NULL, validate_row_grade_ab);
+    struct validate_stats ab = validate_summarize(rows, n, NULL, NULL, validate_row_grade_ab);
     if (!ab.n)
         return;
     print_stats(f, "grade A/B", ab);

@@ -90,7 +90,7 @@ int cmd_validate(int argc, char **argv)
         rc = e.code;
     }
     if (!rc && a.fail_above >= 0) {
-        struct validate_stats s = validate_summarize(rows, n, NULL, NULL);
+        struct validate_stats s = validate_summarize(rows, n, NULL, NULL, NULL);
         if (s.median > a.fail_above) {
             fprintf(stderr, "llmem-sweep: validate: median absolute error %.1f %% is above %.1f %%\n",
                     s.median, a.fail_above);

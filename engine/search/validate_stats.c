@@ -34,13 +34,14 @@ double validate_speed_error(const struct validate_row *r)
 }
 
 struct validate_stats validate_summarize(const struct validate_row *rows, size_t n,
-                                         const char *source,
+                                         const char *source, const char *metric,
                                          bool (*filter)(const struct validate_row *))
 {
     struct validate_stats s = {0};
     double *abs_err = malloc((n ? n : 1) * sizeof *abs_err);
     for (size_t i = 0; abs_err && i < n; i++) {
-        if ((source && strcmp(rows[i].source, source) != 0) || (filter && !filter(&rows[i])))
+        if ((source && strcmp(rows[i].source, source) != 0) ||
+            (metric && strcmp(rows[i].metric, metric) != 0) || (filter && !filter(&rows[i])))
             continue;
         if (strcmp(rows[i].status, "ok") != 0) {
             *(validate_row_inconsistent(&rows[i]) ? &s.inconsistent : &s.skipped) += 1;

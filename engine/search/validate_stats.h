@@ -33,9 +33,10 @@ bool validate_row_grade_ab(const struct validate_row *r);
 /* The row's throughput error in % (predicted_tps > 0). */
 double validate_speed_error(const struct validate_row *r);
 
-/* Statistics over the rows of one source (NULL: all) that pass filter (NULL: all). */
+/* Statistics over the rows of one source (NULL: all) and one metric (NULL: all) that pass
+ * filter (NULL: all). */
 struct validate_stats validate_summarize(const struct validate_row *rows, size_t n,
-                                         const char *source,
+                                         const char *source, const char *metric,
                                          bool (*filter)(const struct validate_row *));
 
 /* The speed model over the rows of one source (NULL: all); n is 0 when none has a
