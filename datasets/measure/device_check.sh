@@ -78,7 +78,7 @@ measure() {
         --out "$csv" --log "$out/measure.log" --timeout 240 \
         --budget-minutes "$(minutes $(( $3 - 40 )))" --stop-minutes "$(minutes "$3")"
 }
-minutes() { echo "$(( $1 / 60 )).$(( $1 % 60 * 100 / 60 ))" | sed 's/\.\([0-9]\)$/.0\1/'; }
+minutes() { awk -v s="$1" 'BEGIN { printf "%.2f", s / 60 }'; }
 
 start=$(date +%s)
 measure smoke 'smoke-(00|05|08)' "$gate_seconds"

@@ -219,10 +219,11 @@ def param_groups(params):
     foreach kernel refuses a list that mixes them ("got mixed torch.Tensor and DTensor",
     torch 2.11). AdamW steps group by group, so its foreach temporary is the larger group's;
     torchtitan shards every parameter and has one group."""
-    dt = [p for p in params if type(p).__name__ == "DTensor" or hasattr(p, "_spec")]
+    from torch.distributed.tensor import DTensor
+    dt = [p for p in params if isinstance(p, DTensor)]
     if not dt or len(dt) == len(params):
         return params, ""
-    plain = [p for p in params if not any(p is d for d in dt)]
+    plain = [p for p in params if not isinstance(p, DTensor)]
     return [{"params": dt}, {"params": plain}], ", 2 groups (DTensor shards, plain tensors)"
 
 
