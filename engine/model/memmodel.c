@@ -273,9 +273,10 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
         set_phase(mp, PHASE_BWD_END, r.w, bwd_grad + r.root_end, r.o, 0, r.root_gather + r.bucket);
 }
 
-/* FSDP2's all-gather copy-in stream pool (streampool.h) on torchtitan's units, and on any
- * stack's fully_shard with a MixedPrecisionPolicy (FEAT_FSDP_MP: the measurement harness's
- * adp rows wrap every block, then the model, as torchtitan did before 83e69410). At 9dec370
+/* FSDP2's all-gather copy-in stream pool (streampool.h) wherever fully_shard runs with a
+ * MixedPrecisionPolicy (FEAT_FSDP_MP: stack torchtitan always; the measurement harness's adp
+ * rows, which wrap every block, then the model, as torchtitan did before 83e69410), on
+ * torchtitan's units. At 9dec370
  * (parallelisms/parallelize_llama.py apply_fsdp) fully_shard goes on each block, then on
  * the whole model, whose root unit holds the embedding, final norm and lm_head; the last
  * block is not resharded after forward, so backward gathers the others again. From
@@ -310,8 +311,7 @@ static void fsdp2_side_pool(const struct model_plan *p, const struct train_confi
     bool zero3, ds;
     resident_shard_kind(c, &zero3, &ds);
     const bool pp = c->method == METHOD_PP;
-    const bool fully_shard = c->stack == STACK_TORCHTITAN || (c->features & FEAT_FSDP_MP);
-    if (!fully_shard || !zero3 || ds || c->dp < 2 || c->method == METHOD_OFFLOAD ||
+    if (!(c->features & FEAT_FSDP_MP) || !zero3 || ds || c->dp < 2 || c->method == METHOD_OFFLOAD ||
         (!pp && !(c->features & FEAT_FSDP)))
         return;
     const double layer = ((double)p->layer_p - (double)p->layer_expert_p * (1.0 - 1.0 / (double)train_ep(c))) /
