@@ -137,7 +137,7 @@ class TestGrids(Fixture):
         """A committed measurement's id still names the configuration it measured: grids
         grow at their end or after their measured prefix, never by renumbering it (a resumed
         lease skips by these keys)."""
-        files = sorted((HERE.parent / "measured").glob("h100-*.csv"))
+        files = sorted((HERE.parent / "measured").glob("h[12]00-*.csv"))
         self.assertTrue(files)
         for path in files:
             with open(path, newline="", encoding="utf-8") as f:
