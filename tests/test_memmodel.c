@@ -522,6 +522,28 @@ static void test_floor_below_prediction(void **state)
                     }
 }
 
+/* TP 2, bf16-pure full (P = 202048, of which 320 norm elements and the 64000-element
+ * embedding): the stacks that split the embedding over the TP group (torchtitan:
+ * RowwiseParallel tok_embeddings) hold (P - 320) / 2 + 320 = 101184 elements a rank; HF's
+ * tp_plan leaves embed_tokens whole (train.h train_embed_tp), (P - 320 - 64000) / 2 + 64000
+ * + 320 = 133184, the untied lm_head split either way. Weights, gradients and both states
+ * follow it, 2 bytes an element each. */
+static void test_tp_embedding(void **state)
+{
+    (void)state;
+    struct train_config c = tiny_base_config();
+    c.method = METHOD_TP, c.gpus = c.tp = 2, c.features |= FEAT_FUSED_OPT;
+    struct mem_estimate e;
+    tiny_predict(&plan, &c, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 2 * 133184);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_GRADS], 2 * 133184);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 4 * 133184);
+    c.stack = STACK_TORCHTITAN, c.features = FEAT_FUSED_OPT;
+    tiny_predict(&plan, &c, &e);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 2 * 101184);
+    assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 4 * 101184);
+}
+
 /* DeepSpeed ZeRO-1 / ZeRO-2, bf16 mixed, full, foreach AdamW on 4 GPUs (P = 202048), at the
  * optimizer step: the bf16 module 2P whole; gradients in bf16, whole (stage 1, 2P) or the
  * rank's partition (stage 2, 2P/4); the fp32 master and two states 12P/4, the fp32 copy
@@ -816,6 +838,7 @@ int main(void)
         cmocka_unit_test(test_fp8_allgather),
         cmocka_unit_test(test_fp8_selective),
         cmocka_unit_test(test_peak_paths),
+        cmocka_unit_test(test_tp_embedding),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -398,8 +398,11 @@ def parallelize(model, cfg, notes):
         fully_shard(model, mesh=mesh, mp_policy=mp) if mp else fully_shard(model, mesh=mesh)
         notes.append(f"wrap=fully_shard per block ({len(layers)}) + root")
         return model, False
-    # tp: Megatron's split of a Llama-like block (torchtitan's plan without sequence
-    # parallelism); embedding and LM head stay replicated
+    # tp: what transformers' tp_plan does (models/llama/configuration_llama.py
+    # base_model_tp_plan: the blocks' q/k/v/gate/up colwise, o/down rowwise; embed_tokens and
+    # the norms whole; LlamaForCausalLM._tp_plan "colwise_rep": an untied lm_head split by
+    # vocabulary, its logits gathered). A tied lm_head is embed_tokens' weight: left whole.
+    from torch.distributed.tensor import Replicate
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
                                                    parallelize_module)
     plan = {"self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
@@ -408,7 +411,12 @@ def parallelize(model, cfg, notes):
             "mlp.down_proj": RowwiseParallel()}
     for layer in layers:
         parallelize_module(layer, mesh, plan)
-    notes.append(f"wrap=tensor parallel q/k/v/gate/up colwise, o/down rowwise ({len(layers)})")
+    head = model.get_output_embeddings()
+    tied = head is not None and head.weight is model.get_input_embeddings().weight
+    if head is not None and not tied:
+        parallelize_module(head, mesh, ColwiseParallel(output_layouts=Replicate()))
+    notes.append(f"wrap=tensor parallel q/k/v/gate/up colwise, o/down rowwise ({len(layers)})"
+                 + ("" if tied or head is None else ", lm_head colwise, logits gathered"))
     return model, True
 
 

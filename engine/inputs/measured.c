@@ -61,6 +61,8 @@ static const char *apply_features(const char *list, struct train_config *c)
          * measurement harness's adp rows, datasets/measure/measure_worker.py parallelize) */
         {"fsdp-mp", FEAT_FSDP | FEAT_FSDP_MP, 0, NULL},
         {"lora-dropout", FEAT_LORA_DROPOUT, 0, NULL},
+        /* one rank of PyTorch's fake process group: no NCCL buffers (train.h FEAT_FAKE_PG) */
+        {"fake-pg", FEAT_FAKE_PG, 0, NULL},
         /* PEFT 0.7 (update_layer: self.to(weight.device, dtype=weight.dtype)) keeps the
          * adapters in the base dtype; PEFT's later autocast_adapter_dtype upcasts them */
         {"adapter-bf16", 0, FEAT_ADAPTER_FP32, NULL},

@@ -237,7 +237,7 @@ static double group_elems(const struct group *g, const struct train_config *c, c
 {
     double e = (double)tensor_numel(g->t) * (double)g->n;
     if (tensor_is_matrix(g->t)) {
-        e /= (double)c->tp;
+        e /= g->t->role == ROLE_EMBED ? (double)train_embed_tp(c) : (double)c->tp;
         if (g->t->expert && !r->zero3)
             e /= (double)train_ep(c);
     }

@@ -288,12 +288,11 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
 static uint64_t side_pool_stage(const struct model_plan *p, const struct train_config *c,
                                 struct fsdp2_units u, bool has_emb, bool has_head)
 {
-    const double gb = c->precision == PREC_FP32 ? 4.0 : 2.0, tp = (double)c->tp;
-    const uint64_t emb = has_emb ? (uint64_t)((double)p->embed_p / tp * gb) : 0;
+    const double gb = c->precision == PREC_FP32 ? 4.0 : 2.0;
+    const uint64_t emb = has_emb ? (uint64_t)(plan_embed_rank(p, c) * gb) : 0;
     /* a tied lm_head is the embedding: gathered once, with the unit that holds it */
     const bool tied_here = !p->head_p && has_emb;
-    const double head_p = (double)(p->head_p ? p->head_p : p->embed_p);
-    const uint64_t head = has_head && !tied_here ? (uint64_t)(head_p / tp * gb) : 0;
+    const uint64_t head = has_head && !tied_here ? (uint64_t)(plan_head_rank(p, c) * gb) : 0;
     const bool pp = c->method == METHOD_PP;
     if (c->features & FEAT_FSDP_END_UNITS) {
         u.first = emb, u.last = head;
@@ -360,7 +359,7 @@ uint64_t memmodel_head_grad_bytes(const struct model_plan *p, const struct train
         return 0;
     const uint64_t gb = train_master_in_optimizer(c) ? (c->precision == PREC_FP32 ? 4 : 2)
                                                      : memmodel_trained_bytes(c);
-    return (uint64_t)((double)(p->head_p ? p->head_p : p->embed_p) / c->tp) * gb;
+    return (uint64_t)plan_head_rank(p, c) * gb;
 }
 
 bool memmodel_head_in_forward(const struct train_config *c, uint64_t dequant, uint64_t dequant_head)
@@ -713,7 +712,7 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
     mp->tp = c->tp;
     mp->heads = p->spec.heads;
     mp->ckpt = c->grad_ckpt || c->ckpt_selective;
-    mp->nccl = c->gpus > 1 ? opt->nccl_bytes : 0;
+    mp->nccl = c->gpus > 1 && !(c->features & FEAT_FAKE_PG) ? opt->nccl_bytes : 0;
     mp->use_llmem = memmodel_uses_llmem(c->stack, opt);
     if (mp->use_llmem) {
         llmem_static(p, c, opt->base_bytes, opt->paper, &mp->llmem);

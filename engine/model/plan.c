@@ -195,6 +195,16 @@ double plan_active_params(const struct model_plan *p)
     return n;
 }
 
+double plan_embed_rank(const struct model_plan *p, const struct train_config *c)
+{
+    return (double)p->embed_p / (double)train_embed_tp(c);
+}
+
+double plan_head_rank(const struct model_plan *p, const struct train_config *c)
+{
+    return p->head_p ? (double)p->head_p / (double)c->tp : plan_embed_rank(p, c);
+}
+
 bool plan_peft_fused(const struct train_config *c)
 {
     return stack_hf_trainer(c->stack);

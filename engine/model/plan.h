@@ -63,6 +63,12 @@ int64_t plan_lora_params(const struct model_plan *p, uint32_t targets, int32_t r
  * counted experts_per_tok / experts; all of them for a dense model). */
 double plan_active_params(const struct model_plan *p);
 
+/* Elements of the token embedding on one TP rank (train_embed_tp: HF stacks keep it whole). */
+double plan_embed_rank(const struct model_plan *p, const struct train_config *c);
+/* Elements of the lm_head on one TP rank: an untied head split over the TP group (colwise),
+ * a tied one the embedding's. */
+double plan_head_rank(const struct model_plan *p, const struct train_config *c);
+
 /* The LoRA targets as configuration c applies them. PEFT wraps whole nn.Linear modules:
  * on a model whose HF code fuses q/k/v (qkv_proj, query_key_value, c_attn) or gate/up
  * (Phi-3's gate_up_proj), naming any member adapts the fused module, so the targets grow

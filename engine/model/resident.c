@@ -127,7 +127,7 @@ static void root_grads(const struct model_plan *p, const struct train_config *c,
                       (c->method == METHOD_ADP || c->method == METHOD_DPTP);
     if (!flat)
         return;
-    const double embed = (double)p->embed_p / (double)c->tp;
+    const double embed = plan_embed_rank(p, c);
     const double head = root > embed ? root - embed : embed; /* the tied weight: one view */
     r->root_hold = (uint64_t)(head * gb);
     r->root_end = (uint64_t)((head + embed + root) * gb); /* the pieces + their cat */
@@ -145,9 +145,8 @@ static void root_grads(const struct model_plan *p, const struct train_config *c,
 static void zero3_end_units(const struct model_plan *p, const struct train_config *c,
                             struct resident *r, double unit, uint64_t unit_grad)
 {
-    const double gb = c->precision == PREC_FP32 ? 4.0 : 2.0, tp = (double)c->tp;
-    const double head = (double)(p->head_p ? p->head_p : p->embed_p) / tp * gb;
-    const double emb = (double)p->embed_p / tp * gb;
+    const double gb = c->precision == PREC_FP32 ? 4.0 : 2.0;
+    const double head = plan_head_rank(p, c) * gb, emb = plan_embed_rank(p, c) * gb;
     r->gather_fwd = (uint64_t)(head > unit ? head : unit);
     r->gather_bwd = (uint64_t)(unit + (emb > unit ? emb : unit)) + unit_grad;
 }
@@ -158,7 +157,7 @@ static void zero3_gather(const struct model_plan *p, const struct train_config *
     const uint64_t gb = c->precision == PREC_FP32 ? 4 : 2;
     const double wt = (double)memmodel_trained_bytes(c);
     if (!(c->features & FEAT_FSDP)) {
-        double all = (double)p->params / (double)c->tp;
+        double all = (double)(p->params - p->embed_p) / (double)c->tp + plan_embed_rank(p, c);
         r->gather_fwd = r->gather_bwd = (uint64_t)(all * (double)gb * (1.0 - 1.0 / (double)c->dp));
         return;
     }
@@ -381,9 +380,11 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
     int64_t extra_head = (p->spec.tied && (c->features & FEAT_UNTIED_HEAD))
                              ? p->spec.vocab * (p->spec.emb_dim ? p->spec.emb_dim : p->spec.hidden)
                              : 0;
-    /* TP shards the matrices (Megatron column/row and vocab-parallel embedding); norms and
-     * biases stay replicated. */
-    double base = (double)(p->params - p->vector_p + extra_head) / tpdiv + (double)p->vector_p;
+    /* TP shards the matrices (Megatron column/row; the embedding as train_embed_tp says);
+     * norms and biases stay replicated. */
+    const double embed = plan_embed_rank(p, c);
+    double base = (double)(p->params - p->vector_p - p->embed_p + extra_head) / tpdiv + embed +
+                  (double)p->vector_p;
     /* expert parallelism (MoE): a rank holds experts / ep of the routed experts. Under
      * ZeRO-3 a rank's shard of them is 1/dp either way (the experts' data-parallel group
      * is dp / ep), so there only the gathered unit shrinks. */
@@ -391,8 +392,9 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
     const double ep_cut = zero3 ? 0.0 : (double)p->expert_p * ep_keep / tpdiv;
     base -= ep_cut;
     double layer = ((double)p->layer_p - (double)p->layer_expert_p * ep_keep) / tpdiv;
-    double big = (double)(p->embed_p > p->head_p + extra_head ? p->embed_p : p->head_p + extra_head) / tpdiv;
-    double root = (double)(p->embed_p + p->head_p + extra_head) / tpdiv;
+    const double head_all = (double)(p->head_p + extra_head) / tpdiv;
+    double big = embed > head_all ? embed : head_all;
+    double root = embed + head_all;
 
     memset(r, 0, sizeof *r);
     if (c->finetune == FT_FULL) {
@@ -407,7 +409,7 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
         /* the block Linears are quantized; Lightning's BitsandbytesPrecision (litgpt)
          * converts every nn.Linear, the lm_head too */
         const bool qhead = (c->features & FEAT_QUANT_HEAD) != 0;
-        double head = (double)(p->head_p + extra_head) / tpdiv;
+        double head = head_all;
         double quant_w = (double)(p->linear_w - p->head_p) / tpdiv + (qhead ? head : 0) - ep_cut;
         r->w = (uint64_t)((frozen_bytes(p, c, base, quant_w, tpdiv) + (ds ? 0 : r->trained * (double)wt)) / dpdiv);
         if (c->quant != QUANT_NONE) { /* dequantized to the compute dtype for each matmul */
@@ -421,7 +423,7 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
              * weight's cast is the mm's own); a tied head is the embedding itself */
             if (!qhead && train_mixed(c) && memmodel_frozen_elem_bytes(c, false) == 4.0 &&
                 !(c->features & FEAT_FSDP_MP))
-                r->amp_head = (uint64_t)((p->head_p ? head : (double)p->embed_p / tpdiv) * 2.0);
+                r->amp_head = (uint64_t)((p->head_p ? head : embed) * 2.0);
         }
     }
     if (ds) {
@@ -468,7 +470,7 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
          * snapshot datasets/measured/h100-20261127-snapshots/gpu-25min-15.txt, one
          * 128256x2048 bf16 aten._to_copy from linear.py alive at backward's start. */
         if (!p->head_p && p->spec.tied)
-            r->amp_head = (uint64_t)((double)p->embed_p / tpdiv * 2.0);
+            r->amp_head = (uint64_t)(embed * 2.0);
     }
     if (float8_on(c))
         fp8_weight_copies(p, c, r, ep_keep, tpdiv);

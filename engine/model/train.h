@@ -172,6 +172,12 @@ bool stack_hf_bool_mask(enum stack s);
  * "loop": rank r runs stages r and r + pp), the blocks split over pp x 2 stages
  * (generate_split_points with num_stages_per_rank 2); train_pp_local */
 #define FEAT_PP_INTERLEAVED (UINT64_C(1) << 40)
+/* Measured on one GPU as one rank of PyTorch's fake process group (the measurement
+ * harness's `fake-pg` rows, datasets/measure/measure_worker.py parallelize): collectives
+ * allocate their outputs but no NCCL communicator exists, so none of its buffers
+ * (gpus.csv nccl_bytes) is on the device. Measured: datasets/measured/h200-20261127.csv,
+ * device minus reserved 0.7488 GiB on DDP and TP rows -13/-43/-44, as on one GPU. */
+#define FEAT_FAKE_PG (UINT64_C(1) << 41)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))
@@ -326,5 +332,18 @@ const char *train_gpu_check(const struct train_config *c, const struct gpu_spec 
 /* Expert-parallel degree: experts sharded over ep ranks of the data-parallel group. A
  * configuration that leaves ep 0 means 1. */
 static inline int32_t train_ep(const struct train_config *c) { return c->ep > 1 ? c->ep : 1; }
+/* The TP degree the token embedding is split over (a tied lm_head is the same weight).
+ * Megatron's VocabParallelEmbedding, torchtitan's and torchtune's RowwiseParallel
+ * tok_embeddings and Colossal-AI's TP1D split it over the TP group. The HF stacks apply the
+ * model's tp_plan, which names the blocks' Linears only (transformers
+ * models/llama/configuration_llama.py base_model_tp_plan @008e5743: q/k/v/gate/up colwise,
+ * o/down rowwise) plus an untied lm_head ("colwise_rep": the weight split, the logits
+ * gathered), so embed_tokens, the norms and a tied head stay whole on every rank. Measured:
+ * datasets/measured/h200-20261127.csv gpu-25min-14/-44/-45 (Llama-3.2-1B, tied, TP 2/4/8 on
+ * the fake process group), -8 to -15 % allocated while the embedding was counted split. */
+static inline int32_t train_embed_tp(const struct train_config *c)
+{
+    return stack_hf_trainer(c->stack) ? 1 : c->tp;
+}
 
 #endif
