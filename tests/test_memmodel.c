@@ -544,6 +544,25 @@ static void test_tp_embedding(void **state)
     assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_OPTIMIZER], 4 * 101184);
 }
 
+/* Checkpointing under autocast (bf16 mixed, full, HF): the loss's forward runs while
+ * autocast's cache holds every fp32 Linear's 16-bit cast, (73728 + 64000) x 2 = 275456
+ * bytes, of which the model counts one block's, 36864 x 2 = 73728, among the activations.
+ * 2 x 8 tokens x 1000 entries: the hf path's forward part peaks at 10 bytes an entry
+ * (160000), its backward at 12 (192000); 160000 + 201728 = 361728 is the loss phase's
+ * logits term. Without checkpointing every cast is saved for backward anyway: 192000. */
+static void test_amp_cache_checkpointing(void **state)
+{
+    (void)state;
+    struct train_config c = tiny_base_config();
+    c.precision = PREC_BF16, c.grad_ckpt = true;
+    struct mem_estimate e;
+    tiny_predict(&plan, &c, &e);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 361728);
+    c.grad_ckpt = false;
+    tiny_predict(&plan, &c, &e);
+    assert_int_equal(e.phase[PHASE_LOSS][TERM_LOGITS], 192000);
+}
+
 /* DeepSpeed ZeRO-1 / ZeRO-2, bf16 mixed, full, foreach AdamW on 4 GPUs (P = 202048), at the
  * optimizer step: the bf16 module 2P whole; gradients in bf16, whole (stage 1, 2P) or the
  * rank's partition (stage 2, 2P/4); the fp32 master and two states 12P/4, the fp32 copy
@@ -839,6 +858,7 @@ int main(void)
         cmocka_unit_test(test_fp8_selective),
         cmocka_unit_test(test_peak_paths),
         cmocka_unit_test(test_tp_embedding),
+        cmocka_unit_test(test_amp_cache_checkpointing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

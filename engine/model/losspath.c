@@ -234,20 +234,28 @@ static const struct lp_event litgpt_full_first_path[] = {
     F(7), F(8), F(2),
 };
 
-#define PATH(name, ev, src) {name, ev, sizeof ev / sizeof ev[0], src}
+/* forward: how many of the first events the model's forward runs. Every path starts with
+ * the lm_head's output (1); where the model computes the loss from its labels, its
+ * forward runs the loss too: under HF Trainer inside accelerate's autocast wrapper, whose
+ * convert_to_fp32 copy (SZ_AMP_FP32) comes after the autocast region has ended (accelerate
+ * accelerator.py prepare_model: model.forward = convert_outputs_to_fp32(autocast(forward))
+ * at 16cb6eb8). */
+#define PATH_FWD(name, ev, fwd, src) {name, ev, sizeof ev / sizeof ev[0], fwd, src}
+#define PATH(name, ev, src) PATH_FWD(name, ev, 1, src)
 static const struct {
     const char *name;
     const struct lp_event *ev;
     size_t n;
+    size_t forward;     /* the first events, the model's forward runs (PATH_FWD) */
     const char *source; /* the code each path follows, as the comments above cite it */
 } paths[LOSS_COUNT] = {
-    [LOSS_HF] = PATH("hf", hf_path, "transformers loss/loss_utils.py ForCausalLMLoss @9c66b221 (PR #35646); "
+    [LOSS_HF] = PATH_FWD("hf", hf_path, 4, "transformers loss/loss_utils.py ForCausalLMLoss @9c66b221 (PR #35646); "
                      "accelerate utils/operations.py convert_to_fp32 @16cb6eb8"),
-    [LOSS_HF_446] = PATH("hf-4.46", hf446_path, "transformers ForCausalLMLoss @f0eabf6c7 .. 66ab300aa "
+    [LOSS_HF_446] = PATH_FWD("hf-4.46", hf446_path, 6, "transformers ForCausalLMLoss @f0eabf6c7 .. 66ab300aa "
                          "(shifted contiguous copy); accelerate convert_to_fp32"),
-    [LOSS_HF_431] = PATH("hf-4.31", hf431_path, "transformers LlamaForCausalLM.forward logits.float() "
+    [LOSS_HF_431] = PATH_FWD("hf-4.31", hf431_path, 6, "transformers LlamaForCausalLM.forward logits.float() "
                          "@e9ad51306 .. 26a9443da"),
-    [LOSS_QWEN1] = PATH("qwen-v1", qwen1_path, "Qwen modeling_qwen.py QWenLMHeadModel.forward :1088-1106 "
+    [LOSS_QWEN1] = PATH_FWD("qwen-v1", qwen1_path, 5, "Qwen modeling_qwen.py QWenLMHeadModel.forward :1088-1106 "
                         "(ms-swift copy @cb89d919); accelerate convert_to_fp32"),
     [LOSS_KEPT] = PATH("logits-kept", kept_path, "torchtune recipes @0217d44c: fp32 logits kept through "
                        "loss.backward()"),
@@ -265,17 +273,17 @@ static const struct {
                                     "litgpt-lora in the run's first (longest) step"),
     [LOSS_LITGPT_FULL_FIRST] = PATH("litgpt-full-first", litgpt_full_first_path,
                                     "litgpt-full in the run's first (longest) step"),
-    [LOSS_OUTPUTS_KEPT] = PATH("outputs-kept", outputs_kept_path, "PEFT method_comparison/MetaMathQA/run.py "
+    [LOSS_OUTPUTS_KEPT] = PATH_FWD("outputs-kept", outputs_kept_path, 4, "PEFT method_comparison/MetaMathQA/run.py "
                                "L213-215 @5fe7f8f8: `outputs` kept; the hf path otherwise"),
-    [LOSS_TRL] = PATH("trl", trl_path, "TRL trl/trainer/sft_trainer.py SFTTrainer.compute_loss @v1.9.0 "
+    [LOSS_TRL] = PATH_FWD("trl", trl_path, 5, "TRL trl/trainer/sft_trainer.py SFTTrainer.compute_loss @v1.9.0 "
                       ":1763-1785 (entropy_from_logits' reshape copy); the hf path otherwise"),
-    [LOSS_TRL_022] = PATH("trl-0.22", trl022_path, "TRL sft_trainer.py compute_loss @v0.22.0 :1045-1105, "
+    [LOSS_TRL_022] = PATH_FWD("trl-0.22", trl022_path, 5, "TRL sft_trainer.py compute_loss @v0.22.0 :1045-1105, "
                           "utils.py entropy_from_logits(chunk_size=1) :1476-1500; the hf path otherwise"),
-    [LOSS_TRL_015] = PATH("trl-0.15", trl015_path, "TRL sft_trainer.py compute_loss @v0.16.0 :512-535 "
+    [LOSS_TRL_015] = PATH_FWD("trl-0.15", trl015_path, 5, "TRL sft_trainer.py compute_loss @v0.16.0 :512-535 "
                           "(the accuracy's contiguous copy); the hf path otherwise"),
     [LOSS_COMPILED_CE] = PATH("compiled-ce", compiled_ce_path, "torchtitan components/loss.py "
                               "build_cross_entropy_loss under torch.compile @bbb1b616e"),
-    [LOSS_LIGER] = {"liger-flce", NULL, 0, "Liger-Kernel ops/fused_linear_cross_entropy.py "
+    [LOSS_LIGER] = {"liger-flce", NULL, 0, 0, "Liger-Kernel ops/fused_linear_cross_entropy.py "
                     "fused_linear_cross_entropy_forward @00eba634; transformers/model/loss_utils.py "
                     "LigerForCausalLMLoss @1226bba2"},
     [LOSS_LOSS_PARALLEL] = PATH("loss-parallel", loss_parallel_path, "torchtitan train.py loss_fn and "
@@ -372,11 +380,11 @@ static uint64_t units(enum lp_size s, enum lp_class k, uint32_t b)
     }
 }
 
-/* The allocated peak of one pass over the events at micro-batch b, in 1/LP_UNIT bytes. */
-static uint64_t allocated_peak(enum loss_path lp, enum lp_class k, uint32_t b)
+/* The allocated peak of the first n events at micro-batch b, in 1/LP_UNIT bytes. */
+static uint64_t peak_of_first(enum loss_path lp, enum lp_class k, uint32_t b, size_t n)
 {
     uint64_t size[LP_SLOTS] = {0}, live = 0, peak = 0;
-    for (size_t i = 0; i < paths[lp].n; i++) {
+    for (size_t i = 0; i < n && i < paths[lp].n; i++) {
         const struct lp_event *e = &paths[lp].ev[i];
         if (e->alloc) {
             size[e->slot] = units(e->size, k, b);
@@ -388,6 +396,19 @@ static uint64_t allocated_peak(enum loss_path lp, enum lp_class k, uint32_t b)
             peak = live;
     }
     return peak;
+}
+
+/* The allocated peak of one pass over the events at micro-batch b, in 1/LP_UNIT bytes. */
+static uint64_t allocated_peak(enum loss_path lp, enum lp_class k, uint32_t b)
+{
+    return peak_of_first(lp, k, b, paths[lp].n);
+}
+
+/* The peak of the events the model's forward runs (paths[].forward), per token and
+ * vocabulary entry; they come before any per-sample metric, so any micro-batch gives it. */
+static double in_forward(enum loss_path lp, enum lp_class k)
+{
+    return (double)peak_of_first(lp, k, 1, paths[lp].forward) / LP_UNIT;
 }
 
 /* Entries (tokens x vocabulary) of the longest replayed step: 2^28. Every tensor of a path is
@@ -515,6 +536,7 @@ int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf a
         return -1;
     for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++)
         out->allocated[bk] = (double)allocated_peak(lp, k, UINT32_C(1) << bk) / LP_UNIT;
+    out->in_forward = in_forward(lp, k);
     for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++)
         if (variable_run(lp, k, alloc, UINT32_C(1) << bk, &out->reserved[bk], &out->needed[bk]) != 0)
             return -1;
@@ -533,6 +555,7 @@ int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf a
 static void cost_of(enum loss_path lp, enum lp_class k, enum data_shape data, enum alloc_conf alloc,
                     struct loss_cost *out)
 {
+    out->in_forward = in_forward(lp, k);
     for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++) {
         const uint32_t b = UINT32_C(1) << bk;
         double *r = &out->reserved[bk], *nd = &out->needed[bk];

@@ -84,6 +84,10 @@ struct loss_cost {
                                           run's peak, per micro-batch bucket */
     double needed[LP_BATCH_BUCKETS];   /* the part of it a run cannot release when memory
                                           runs short */
+    double in_forward;                 /* the allocated peak of the part the model's forward
+                                          runs (under autocast, when the run uses it): the
+                                          lm_head's output, and the loss where the model
+                                          computes it (losspath.c paths[].forward) */
 };
 
 /* The cost of path lp in precision class k, batches of data shape `data` and allocator

@@ -24,6 +24,9 @@
 
 /* --- sources: where each size comes from ---------------------------------------------- */
 #define SRC_CONTEXT "measured: datasets/gpus.csv context_bytes (datasets/CATALOG.md)"
+#define SRC_AMP_CACHE "torch autocast_mode.cpp cached_cast: every block's 16-bit weight casts cached until " \
+                      "the model's forward (and the loss inside it) returns; checkpointing saves none of " \
+                      "them (datasets/measured/h200-20261127.csv gpu-25min-26/-27)"
 #define SRC_NCCL "measured: datasets/gpus.csv nccl_bytes, NCCL's buffers outside the allocator"
 #define SRC_CUBLAS "pytorch aten/src/ATen/cuda/CublasHandlePool.cpp getNewWorkspace (torch >= 2.0, " \
                    "PR #124250): one workspace per handle, forward and autograd threads"
@@ -725,6 +728,12 @@ static void logits_rows(struct build *b, const struct ctx *x)
     if (r)
         snprintf(r->shape, sizeof r->shape, "%d x %d x %" PRId64, c->micro_batch, c->seq_len, x->mp.vocab);
     /* Liger's fused loss: no N x V tensor, its chunk and the input's gradient (mempoint.h) */
+    const uint64_t extra = x->ph == PHASE_LOSS
+                               ? memmodel_amp_cache_extra(&x->mp, entries, losspath_batch_bucket(c->micro_batch))
+                               : 0;
+    if (extra)
+        row_bytes(b, TERM_LOGITS, "loss's forward beside autocast's cache of every block's casts",
+                  "mixed", extra, SRC_AMP_CACHE);
     const uint64_t t = bytes_mul((uint64_t)c->micro_batch, (uint64_t)c->seq_len);
     if (x->ph == PHASE_LOSS && x->mp.liger_inc)
         row_bytes(b, TERM_LOGITS, "Liger: lm_head input grad + one chunk",

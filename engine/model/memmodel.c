@@ -237,6 +237,20 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
         return;
     }
     const uint64_t amp_fwd = c->grad_ckpt ? r.amp_one : r.amp_all;
+    /* autocast caches the 16-bit cast of every fp32 leaf that requires grad, grad mode or
+     * not (torch aten/src/ATen/autocast_mode.cpp cached_cast: can_try_cache), and clears the
+     * cache when the outermost autocast region ends. A checkpointed block's forward saves
+     * none of its casts, but the cache keeps every block's until the model's forward
+     * returns, so the loss computed inside it (the HF stacks: labels passed to the model,
+     * under accelerate's autocast wrapper) runs beside all of them; the backward's
+     * recomputation enters and leaves autocast per block (one block's). Measured:
+     * datasets/measured/h200-20261127.csv gpu-25min-26/-27 (Llama-3.2-1B full, bf16, ckpt):
+     * the loss phase's allocated peak 1.81 GiB (16 blocks' casts) above what the
+     * no-checkpointing rows -03/-04 imply; -3.5 % and -6.0 % without this term. Methods
+     * that keep whole parameters only: FSDP's and ZeRO-3's gathered parameters are views
+     * of a flat buffer or swapped storage, which the cache may not hold (not measured). */
+    const bool whole = c->method == METHOD_SINGLE || c->method == METHOD_CDP || c->method == METHOD_TP;
+    mp->amp_cache = c->grad_ckpt && whole && stack_hf_trainer(c->stack) ? r.amp_all - r.amp_one : 0;
     const uint64_t head_w_grad = memmodel_head_grad_bytes(p, c);
     uint64_t head_grad = head_w_grad;
     /* accumulating micro-batches keeps the summed gradients through the next forward */
@@ -594,6 +608,7 @@ static void logits_coeffs(const struct model_plan *p, const struct train_config 
     memcpy(mp->logits_tok, cost.allocated, sizeof mp->logits_tok);
     memcpy(mp->logits_res_tok, cost.reserved, sizeof mp->logits_res_tok);
     memcpy(mp->logits_need_tok, cost.needed, sizeof mp->logits_need_tok);
+    mp->loss_fwd_tok = cost.in_forward;
     mp->eval_logits_tok = (c->features & FEAT_EVAL_LOGITS) ? eval_logits(c, ea) : 0;
     if (lp == LOSS_LIGER)
         liger_coeffs(p, blk, mp);

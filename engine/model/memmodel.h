@@ -86,6 +86,10 @@ struct mem_prepared {
                                                  them, per micro-batch bucket */
     double logits_need_tok[LP_BATCH_BUCKETS]; /* ... the part of that it cannot release when
                                                  memory is short */
+    double loss_fwd_tok;     /* per token and vocab entry at the peak of the part of the loss
+                                path the model's forward runs (losspath.h in_forward) */
+    uint64_t amp_cache;      /* what autocast's cache adds while that part runs under
+                                checkpointing (memmodel.c fixed_phases); 0 = nothing */
     uint64_t eval_logits_tok;/* per token and vocab entry in an evaluation pass */
     uint64_t liger_inc;      /* Liger's fused linear cross-entropy (memmodel.c liger_coeffs):
                                 cdiv(V, h), the tokens a chunk is divided by; 0 = not Liger */

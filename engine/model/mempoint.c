@@ -106,6 +106,7 @@ static uint64_t plain_limit(const struct mem_prepared *mp, const struct mem_seq 
     double q = 0, fmax = 0, kmax = v; /* the logits' entries, t x vocab, are summed too */
     for (int b = 0; b < LP_BATCH_BUCKETS; b++)
         q = mp->logits_need_tok[b] > q ? mp->logits_need_tok[b] : q;
+    q += mp->amp_cache ? mp->loss_fwd_tok : 0; /* memmodel_amp_cache_extra's bound */
     for (int k = 0; k < mp->nphases; k++) {
         const int ph = mp->phases[k];
         const double act = (double)(ms->act[0][ph] > ms->act[1][ph] ? ms->act[0][ph] : ms->act[1][ph]);
@@ -113,7 +114,7 @@ static uint64_t plain_limit(const struct mem_prepared *mp, const struct mem_seq 
         const double liger = mp->liger_inc ? v * mp->liger_ea + (double)mp->liger_h * (mp->liger_ea + mp->liger_er) : 0;
         const double per = act + (double)mp->cm_tok[ph] + liger +
                            v * ((double)mp->lg_tok[ph] + q + (double)mp->pp_out_tok * (double)mp->pp_out_n);
-        const double f = (double)mp->fixed_r[ph] + seg * (4.0 + (double)mp->pp_out_n);
+        const double f = (double)mp->fixed_r[ph] + (double)mp->amp_cache + seg * (5.0 + (double)mp->pp_out_n);
         fmax = f > fmax ? f : fmax;
         kmax = per > kmax ? per : kmax;
     }
@@ -210,6 +211,15 @@ static uint64_t pp_outs(const struct mem_prepared *mp, uint64_t entries, bool ro
     return bytes_mul(rounded ? memmodel_round(one) : one, (uint64_t)mp->pp_out_n);
 }
 
+uint64_t memmodel_amp_cache_extra(const struct mem_prepared *mp, uint64_t entries, unsigned bk)
+{
+    if (!mp->amp_cache)
+        return 0;
+    const uint64_t fwd = bytes_add(bytes_scale(entries, mp->loss_fwd_tok), mp->amp_cache);
+    const uint64_t path = bytes_scale(entries, mp->logits_tok[bk]);
+    return fwd > path ? fwd - path : 0;
+}
+
 static void point_parts(const struct train_config *c, const struct mem_prepared *mp,
                         const struct mem_seq *ms, struct point_parts *x)
 {
@@ -229,6 +239,12 @@ static void point_parts(const struct train_config *c, const struct mem_prepared 
     x->lg[PHASE_LOSS] = bytes_add(bytes_add(bytes_scale(entries, mp->logits_tok[bk]), outs), lig);
     x->lg_res[PHASE_LOSS] = bytes_add(bytes_add(bytes_scale(entries, mp->logits_res_tok[bk]), outs_r), lig_r);
     x->lg_need[PHASE_LOSS] = bytes_add(bytes_add(bytes_scale(entries, mp->logits_need_tok[bk]), outs_r), lig_r);
+    /* the casts autocast's cache held in the loss's forward are freed before its backward,
+     * into segments of their own the loss path's tensors are too large to reuse: reserved */
+    const uint64_t extra = memmodel_amp_cache_extra(mp, entries, bk);
+    x->lg[PHASE_LOSS] = bytes_add(x->lg[PHASE_LOSS], extra);
+    x->lg_res[PHASE_LOSS] = bytes_add(x->lg_res[PHASE_LOSS], memmodel_round(mp->amp_cache));
+    x->lg_need[PHASE_LOSS] = bytes_add(x->lg_need[PHASE_LOSS], memmodel_round(extra));
     x->lg[PHASE_BWD_LAST] = bytes_add(x->lg[PHASE_BWD_LAST], outs);
     x->lg_res[PHASE_BWD_LAST] = x->lg_need[PHASE_BWD_LAST] = bytes_add(x->lg_res[PHASE_BWD_LAST], outs_r);
 }
@@ -348,7 +364,10 @@ uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
     const int kv = seq_kv(mp, c);
     const uint64_t *act = ms->act[kv];
     const uint64_t outs_r = mp->pp_out_n ? memmodel_round(entries * mp->pp_out_tok) * (uint64_t)mp->pp_out_n : 0;
-    uint64_t loss = bytes_scale(entries, mp->logits_need_tok[losspath_batch_bucket(c->micro_batch)]) + outs_r;
+    const unsigned bk = losspath_batch_bucket(c->micro_batch);
+    uint64_t loss = bytes_scale(entries, mp->logits_need_tok[bk]) + outs_r;
+    if (mp->amp_cache) /* the same for all of a configuration's points, as below */
+        loss += memmodel_round(memmodel_amp_cache_extra(mp, entries, bk));
     if (mp->liger_inc) /* the same for all of a configuration's points: the branch predicts */
         loss += memmodel_liger_bytes(mp, t, true);
     uint64_t held = 0;

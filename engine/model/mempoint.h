@@ -42,6 +42,12 @@ uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
  *         allocated or each rounded as the allocator rounds it; 0 for another loss path. */
 uint64_t memmodel_liger_bytes(const struct mem_prepared *mp, uint64_t t, bool rounded);
 
+/* @return what the loss's forward under autocast's cache (memmodel.c amp_cache) adds to the
+ *         loss phase's allocated logits term at `entries` tokens x vocabulary entries:
+ *         the cache and the in-forward part of the loss path, less the path's own peak,
+ *         or 0 when that is the larger (or there is no cache). */
+uint64_t memmodel_amp_cache_extra(const struct mem_prepared *mp, uint64_t entries, unsigned bk);
+
 /* Convenience: prepare and evaluate c->micro_batch and c->seq_len. */
 void memmodel_predict(const struct model_plan *p, const struct train_config *c,
                       const struct mem_options *opt, struct mem_estimate *e);
