@@ -174,6 +174,13 @@ static uint64_t lora_own_input(const struct model_spec *m, const struct train_co
     const bool fp32_adapters = (c->features & FEAT_ADAPTER_FP32) && !train_adapters_bf16(c);
     if (!train_mixed(c))
         return fp32_adapters ? 4 : 0;
+    /* FSDP2's MixedPrecisionPolicy gathers every parameter of a unit in param_dtype, the
+     * trained fp32 adapters too (torch distributed/fsdp/_fully_shard/_fsdp_param.py
+     * FSDPParam.init_dtype_attrs), and runs no autocast: lora_A's weight has the input's
+     * dtype, so _cast_input_dtype returns the input itself. Measured: h200-20261127.csv
+     * gpu-25min-46 (Qwen2.5-1.5B LoRA, FSDP2 x 4), allocated +7.0 % with a copy counted. */
+    if (c->features & FEAT_FSDP_MP)
+        return 0;
     const bool bnb = c->quant != QUANT_NONE && !(c->features & FEAT_TORCHAO_NF4);
     return act_fp32_norms(m, c) || (fp32_adapters && !bnb) ? ea : 0;
 }
