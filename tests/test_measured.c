@@ -87,6 +87,39 @@ static void test_bad_values(void **state)
     assert_string_equal(e.field, "alloc_conf");
 }
 
+/* The `widths` column: a run's step widths in order; absent or empty gives none; a width
+ * of 0, above seq_len (2048 here), a stray separator or too many steps is malformed input
+ * naming file, line and column. */
+static int widths_of(const char *cells, uint32_t *w, size_t max, struct input_error *e)
+{
+    struct csv_table t;
+    char csv[512];
+    snprintf(csv, sizeof csv, CONTRACT ",widths\n" SWB_CELLS ",%s\n", cells);
+    assert_int_equal(csv_table_parse(csv, strlen(csv), "m.csv", &t, e), 0);
+    int n = measured_row_widths(&t, 0, 2048, w, max, e);
+    csv_table_free(&t);
+    return n;
+}
+
+static void test_widths(void **state)
+{
+    (void)state;
+    uint32_t w[4];
+    struct input_error e;
+    assert_int_equal(widths_of("17/2048/3", w, 4, &e), 3);
+    assert_int_equal(w[0], 17);
+    assert_int_equal(w[1], 2048);
+    assert_int_equal(w[2], 3);
+    assert_int_equal(widths_of("", w, 4, &e), 0);
+    const char *bad[] = {"0/5", "2049", "5/", "/5", "5//6", "5/x", "-5", "5 6", "1/2/3/4/5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(widths_of(bad[i], w, 4, &e), -1);
+        assert_string_equal(e.field, "widths");
+        assert_int_equal(e.line, 2);
+        assert_int_equal(e.code, EXIT_BAD_INPUT);
+    }
+}
+
 /* swift 1.5's LoRA (PEFT 0.7 layers) keeps bf16 adapters: adapter-bf16 clears the HF stack's
  * fp32 adapters; lora-dropout and grad-accum add theirs. */
 static void test_lora_features(void **state)
@@ -140,6 +173,7 @@ int main(void)
         cmocka_unit_test(test_data_and_alloc_columns),
         cmocka_unit_test(test_data_defaults),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_widths),
         cmocka_unit_test(test_lora_features),
         cmocka_unit_test(test_unrepresentable),
     };

@@ -41,7 +41,7 @@ CSV_COLUMNS = (
     "gpu", "framework", "source",
     "id", "grade", "stack", "features", "attention", "seq_kind", "notes",
     "peak_forward_gib", "peak_backward_gib", "peak_optimizer_gib", "context_gib", "status",
-    "peak_loss_gib", "data", "alloc_conf", "tokens_per_s_gpu",
+    "peak_loss_gib", "data", "alloc_conf", "tokens_per_s_gpu", "widths",
 )
 
 # Columns that identify a configuration, for resuming a partly written output file.
@@ -278,6 +278,10 @@ def base_row(cfg, cid, result, env):
         "peak_loss_gib": fmt_gib(result.get("phase_loss")),
         "data": cfg.get("data", "packed"), "alloc_conf": cfg.get("alloc_conf", "default"),
         "tokens_per_s_gpu": tps,
+        # every step's padded width, in order: validate replays the loss path's allocations
+        # over this very run (datasets/measured/README.md `widths`)
+        "widths": next((n[len("widths="):] for n in result.get("notes", ())
+                        if n.startswith("widths=")), ""),
         "peak_forward_gib": fmt_gib(result.get("phase_forward")),
         "peak_backward_gib": fmt_gib(result.get("phase_backward")),
         "peak_optimizer_gib": fmt_gib(result.get("phase_optimizer")),
@@ -447,9 +451,11 @@ def read_existing(path):
         return []
     with open(path, newline="", encoding="utf-8") as f:
         r = csv.DictReader(f)
-        if tuple(r.fieldnames or ()) != CSV_COLUMNS:
+        cols = tuple(r.fieldnames or ())
+        # an older harness's file has a prefix of the columns (they grow at the end only)
+        if not cols or cols != CSV_COLUMNS[:len(cols)]:
             raise SystemExit(f"measure.py: {path} exists with other columns; use another --out")
-        return list(r)
+        return [dict({k: "" for k in CSV_COLUMNS}, **row) for row in r]
 
 
 def open_output(path, redo):

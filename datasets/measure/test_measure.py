@@ -431,7 +431,19 @@ class TestCsv(unittest.TestCase):
         self.assertEqual(measure.CSV_COLUMNS[18:], (
             "id", "grade", "stack", "features", "attention", "seq_kind", "notes",
             "peak_forward_gib", "peak_backward_gib", "peak_optimizer_gib", "context_gib",
-            "status", "peak_loss_gib", "data", "alloc_conf", "tokens_per_s_gpu"))
+            "status", "peak_loss_gib", "data", "alloc_conf", "tokens_per_s_gpu", "widths"))
+
+    def test_widths_column(self):
+        """A variable-length run's step widths leave the notes for their own column."""
+        cfg = grids.c("Qwen/Qwen2.5-0.5B", "bf16", "lora", r=8, targets="q+v", mb=2, seq=256,
+                      data="variable")
+        res = {"status": "ok", "peak_allocated": 1 << 30, "peak_reserved": 1 << 30,
+               "peak_device": 1 << 30, "notes": ["data=variable", "widths=200/17/256"]}
+        rows = measure.rows_for_result(cfg, "t-00", res, self.ENV)
+        self.assertEqual({r["widths"] for r in rows}, {"200/17/256"})
+        rows = measure.rows_for_result(dict(cfg, data="packed"), "t-01",
+                                       dict(res, notes=["data=packed"]), self.ENV)
+        self.assertEqual({r["widths"] for r in rows}, {""})
 
     def test_ok_rows(self):
         cfg = grids.c("Qwen/Qwen2.5-0.5B", "bf16", "lora", r=8, targets="q+v", mb=2, seq=256,

@@ -1,8 +1,11 @@
 /* measured.c: measured-CSV rows as configurations (see measured.h). */
 #include "measured.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,6 +21,28 @@ const char *measured_cell(const struct csv_table *t, size_t r, const char *col)
 {
     int c = csv_table_col(t, col);
     return c >= 0 ? t->cells[r][c] : "";
+}
+
+int measured_row_widths(const struct csv_table *t, size_t r, int32_t seq_len, uint32_t *w,
+                        size_t max, struct input_error *e)
+{
+    const int k = csv_table_col(t, "widths");
+    const char *s = k >= 0 ? t->cells[r][k] : "";
+    size_t n = 0;
+    while (*s) {
+        char *end;
+        errno = 0;
+        const unsigned long v = strtoul(s, &end, 10);
+        if (end == s || !isdigit((unsigned char)*s) || errno || v < 1 || v > (unsigned long)seq_len ||
+            (*end && *end != '/') || (*end == '/' && !end[1]))
+            return csv_cell_error(t, r, k, e, "a width is a whole number of tokens from 1 to "
+                                  "seq_len (%d), '/'-separated", (int)seq_len);
+        if (n == max)
+            return csv_cell_error(t, r, k, e, "more than %zu steps", max);
+        w[n++] = (uint32_t)v;
+        s = *end ? end + 1 : end;
+    }
+    return (int)n;
 }
 
 bool measured_row_before_grads(const struct csv_table *t, size_t r)

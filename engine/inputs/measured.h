@@ -25,6 +25,14 @@ int measured_row_config(const struct csv_table *t, size_t r,
                         int (*parse_targets)(const char *, uint32_t *), struct train_config *c,
                         char *why, size_t n, struct input_error *e);
 
+/* The extension column `widths` (datasets/measured/README.md): the padded width of each
+ * step of a variable-length run, in order, '/'-separated whole tokens (1 .. the row's
+ * seq_len). @return the number of steps written to w (at most max; 0 when the column is
+ * absent or the cell empty), or -1 with e on a malformed cell (not a width, a width above
+ * seq_len, more than max steps). */
+int measured_row_widths(const struct csv_table *t, size_t r, int32_t seq_len, uint32_t *w,
+                        size_t max, struct input_error *e);
+
 /* Whether the row measures a local peak of the step before any gradient exists: the
  * extension column peak_type (salisbury-table1.csv) names Salisbury's B (forward through
  * the highest block), C or D (the spikes after the forward pass). */

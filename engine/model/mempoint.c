@@ -389,6 +389,29 @@ uint64_t memmodel_peak(const struct model_plan *p, const struct train_config *c,
     return bytes_add(bytes_add(held, opt->ws_res), bytes_add(bytes_add(opt->base_bytes, mp->nccl), mp->paged_one));
 }
 
+int memmodel_replay_run(const struct model_plan *p, const struct train_config *c, const uint32_t *w,
+                        size_t n, struct mem_prepared *mp)
+{
+    uint32_t len[LP_RUN_STEPS];
+    if (n < 1 || n > LP_RUN_STEPS || c->seq_len < 1 || losspath_data_shape(c) != DATA_VARIABLE)
+        return -1;
+    for (size_t i = 0; i < n; i++) { /* in 1/LP_LEN_UNIT of the longest step, at least 1 */
+        if (w[i] < 1 || w[i] > (uint32_t)c->seq_len)
+            return -1;
+        const uint64_t u = (uint64_t)w[i] * LP_LEN_UNIT / (uint64_t)c->seq_len;
+        len[i] = u ? (uint32_t)u : 1;
+    }
+    const enum loss_path lp = losspath_select(c, p->spec.model_type);
+    double res, need;
+    if (lp == LOSS_LIGER || losspath_replay(lp, losspath_class(c->precision), c->alloc,
+                                            (uint32_t)c->micro_batch, len, n, &res, &need) != 0)
+        return -1;
+    const unsigned bk = losspath_batch_bucket(c->micro_batch);
+    mp->logits_res_tok[bk] = res;
+    mp->logits_need_tok[bk] = need;
+    return 0;
+}
+
 void memmodel_predict(const struct model_plan *p, const struct train_config *c,
                       const struct mem_options *opt, struct mem_estimate *e)
 {

@@ -48,6 +48,14 @@ uint64_t memmodel_liger_bytes(const struct mem_prepared *mp, uint64_t t, bool ro
  *         or 0 when that is the larger (or there is no cache). */
 uint64_t memmodel_amp_cache_extra(const struct mem_prepared *mp, uint64_t entries, unsigned bk);
 
+/* A measured variable-length run of n steps whose padded widths w[] (tokens, the longest
+ * of them c->seq_len) are known: the loss path's reserved and needed bytes become that
+ * run's allocator replay (losspath_replay) instead of the LP_RUN_STEPS-step median the
+ * model stands for. For validate, on a prepared mp of c. @return 0; -1 when the path has
+ * no events to replay (Liger), the data are not variable, or an argument is out of range. */
+int memmodel_replay_run(const struct model_plan *p, const struct train_config *c, const uint32_t *w,
+                        size_t n, struct mem_prepared *mp);
+
 /* Convenience: prepare and evaluate c->micro_batch and c->seq_len. */
 void memmodel_predict(const struct model_plan *p, const struct train_config *c,
                       const struct mem_options *opt, struct mem_estimate *e);

@@ -53,12 +53,37 @@ static void predict_speed(struct model_plan *p, const struct train_config *c,
     out->predicted_tps = se.tokens_per_s / (double)c->dp;
 }
 
-/* The model's prediction (with rules when they bind) for the row's metric, in bytes.
+/* A measured variable-length run whose step widths the row gives (column `widths`). */
+struct row_run {
+    uint32_t w[LP_RUN_STEPS];
+    size_t n; /* 0: not given, the model's LP_RUN_STEPS-step run */
+};
+
+/* The row's run: its widths, and its longest step as the configuration's sequence length
+ * (every tensor of that step is as long, whatever cap the row names). Returns 0, or -1
+ * with e on a malformed cell. */
+static int row_run_of(const struct csv_table *t, size_t r, struct train_config *c, struct row_run *run,
+                      struct input_error *e)
+{
+    const int n = measured_row_widths(t, r, c->seq_len, run->w, LP_RUN_STEPS, e);
+    if (n < 0)
+        return -1;
+    run->n = c->data == DATA_VARIABLE ? (size_t)n : 0;
+    uint32_t longest = 0;
+    for (size_t i = 0; i < run->n; i++)
+        longest = run->w[i] > longest ? run->w[i] : longest;
+    if (longest)
+        c->seq_len = (int32_t)longest;
+    return 0;
+}
+
+/* The model's prediction (with rules when they bind) for the row's metric, in bytes; a
+ * row's own variable-length run replaces the model's through the allocator replay.
  * Returns NULL, or why the row cannot be predicted (written into why). */
 static const char *predict_bytes(struct model_plan *p, const struct train_config *c,
                                  const struct validate_opts *vo, const struct gpu_spec *g,
-                                 bool exact_seq, bool before_grads, struct validate_row *out, char *why,
-                                 size_t n)
+                                 const struct row_run *run, bool exact_seq, bool before_grads,
+                                 struct validate_row *out, char *why, size_t n)
 {
     const char *bad = train_config_check(c, &p->spec);
     if (!bad)
@@ -72,6 +97,8 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     struct mem_prepared mp;
     struct mem_estimate est;
     memmodel_prepare(p, c, &mo, &mp);
+    if (run->n) /* Liger's path has no tensors to replay: the model's run stands */
+        (void)memmodel_replay_run(p, c, run->w, run->n, &mp);
     memmodel_eval(p, c, &mo, &mp, &est);
     if (out->measured_tps > 0 && g)
         predict_speed(p, c, g, exact_seq, est.paged_moved, out);
@@ -124,8 +151,9 @@ static int predict_row(const struct csv_table *t, size_t r, const struct validat
     struct model_plan p;
     char why[160];
     const char *skip = NULL;
+    struct row_run run = {.n = 0};
     int rc = measured_row_config(t, r, targets_parse, &c, why, sizeof why, e);
-    if (rc < 0)
+    if (rc < 0 || (rc == 0 && row_run_of(t, r, &c, &run, e) != 0))
         return -1;
     if (rc > 0)
         skip = why;
@@ -146,7 +174,7 @@ static int predict_row(const struct csv_table *t, size_t r, const struct validat
         /* seq_kind (datasets/measured/README.md): a cap or unknown length sets no floor */
         const char *kind = measured_cell(t, r, "seq_kind");
         bool exact = !*kind || !strcmp(kind, "exact");
-        skip = predict_bytes(&p, &c, vo, g ? g : catalog_find_gpu(vo->cat, CATALOG_DEFAULT_GPU), exact,
+        skip = predict_bytes(&p, &c, vo, g ? g : catalog_find_gpu(vo->cat, CATALOG_DEFAULT_GPU), &run, exact,
                              measured_row_before_grads(t, r), out, why, sizeof why);
         plan_free(&p);
     }

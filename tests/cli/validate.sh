@@ -92,18 +92,23 @@ grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6
 # of our own"): every knob known, so the allocated peak is the model's physics alone. Each
 # file's allocated rows are within 3 % (median at most 0.5 %): 27 on the H100 (stop 28's
 # autocast terms), 30 on the H200 (stop 29's TP embedding, autocast cache and FSDP2 LoRA
-# terms); these bounds keep it so. Reserved and device are left out (short variable-length
-# runs: README).
+# terms); these bounds keep it so. Their reserved peaks too, median at most 4 % (3.8 % and
+# 3.4 %): since stop 29 a variable-length row's own step widths are replayed (column
+# `widths`), not the 1000-step run the model stands for.
 for own in h100-20261127:27 h200-20261127:30; do
   name=${own%:*}
   "$BIN" validate --measured "$PROJECT/datasets/measured/$name.csv" --out "$TMP/$name.csv" \
     > /dev/null || fail "validate on $name.csv"
   python3 - "$TMP/$name.csv" "$name" "${own#*:}" <<'PY' || fail "our own rows ($name): allocated off the model"
 import csv, statistics, sys
-e = [abs(float(r["error_pct"])) for r in csv.DictReader(open(sys.argv[1]))
-     if r["metric"] == "allocated" and r["status"] == "ok"]
-print(f"{sys.argv[2]} allocated: {len(e)} rows, median {statistics.median(e):.2f} %, max {max(e):.2f} %")
-sys.exit(0 if len(e) == int(sys.argv[3]) and statistics.median(e) <= 0.5 and max(e) <= 3.0 else 1)
+rows = list(csv.DictReader(open(sys.argv[1])))
+def errors(metric):
+    return [abs(float(r["error_pct"])) for r in rows if r["metric"] == metric and r["status"] == "ok"]
+e, res = errors("allocated"), errors("reserved")
+print(f"{sys.argv[2]} allocated: {len(e)} rows, median {statistics.median(e):.2f} %, max {max(e):.2f} %;"
+      f" reserved: median {statistics.median(res):.2f} %")
+sys.exit(0 if len(e) == int(sys.argv[3]) and statistics.median(e) <= 0.5 and max(e) <= 3.0
+         and statistics.median(res) <= 4.0 else 1)
 PY
 done
 finish
