@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""The README's table of our own H100 measurements (README "Ground truth of our own"; not run
+"""The README's tables of our own measurements (README "Ground truth of our own"; not run
 by ctest).
 
-One line per measured configuration of datasets/measured/h100-20261127.csv: what it ran, the
+One line per measured configuration of DATA (default datasets/measured/h100-20261127.csv;
+the H200 lease's is h200-20261127.csv): what it ran, the
 three measured peaks (allocated, reserved, device) and the model's error on each, from
 `llmem-sweep validate --out`. With a second binary (BEFORE), the allocated error of that build
 too, so a model change shows row by row.
 
-Usage: python3 tests/research/h100_table.py [BINARY [BEFORE]]   (default build/llmem-sweep; run
-in the repo root)
+Usage: python3 tests/research/h100_table.py [BINARY [BEFORE [DATA]]]   (default
+build/llmem-sweep; BEFORE "-" for none; run in the repo root)
 """
 import csv
 import subprocess
@@ -19,10 +20,10 @@ DATA = "datasets/measured/h100-20261127.csv"
 METRICS = ("allocated", "reserved", "device")
 
 
-def errors(binary):
+def errors(binary, data):
     """(csv line -> error %) from validate --out."""
     with tempfile.NamedTemporaryFile(suffix=".csv") as out:
-        subprocess.run([binary, "validate", "--measured", DATA, "--out", out.name],
+        subprocess.run([binary, "validate", "--measured", data, "--out", out.name],
                        check=True, stdout=subprocess.DEVNULL)
         with open(out.name, newline="") as f:
             return {int(r["line"]): r["error_pct"] for r in csv.DictReader(f)}
@@ -52,9 +53,10 @@ def describe(r):
 
 def main():
     binary = sys.argv[1] if len(sys.argv) > 1 else "build/llmem-sweep"
-    now = errors(binary)
-    before = errors(sys.argv[2]) if len(sys.argv) > 2 else None
-    with open(DATA, newline="") as f:
+    data = sys.argv[3] if len(sys.argv) > 3 else DATA
+    now = errors(binary, data)
+    before = errors(sys.argv[2], data) if len(sys.argv) > 2 and sys.argv[2] != "-" else None
+    with open(data, newline="") as f:
         rows = list(csv.DictReader(f))
     configs = {}
     for line, r in enumerate(rows, 2):
