@@ -72,6 +72,8 @@ struct row_ref {
     char model[2048], gpu[64], id[32], metric[16];
     long line;
     double gib;
+    uint32_t widths[LP_RUN_STEPS]; /* its variable-length run, when the row gives it */
+    size_t nwidths;
 };
 
 
@@ -110,7 +112,12 @@ static int measured_config(struct options *o, struct train_config *c, struct row
                             o->measured_id, why);
         input_error_print(&e);
         rc = e.code;
+    } else if ((rc = measured_row_run(&t, r, c, ref->widths, LP_RUN_STEPS, &e)) < 0) {
+        input_error_print(&e);
+        rc = e.code;
     } else {
+        ref->nwidths = (size_t)rc;
+        rc = 0;
         const char *name = measured_cell(&t, r, "model");
         measured_model_path(t.path, name, ref->model, sizeof ref->model);
         if (access(ref->model, F_OK) != 0) /* a catalog id */
@@ -167,7 +174,9 @@ int cmd_explain(int argc, char **argv)
     }
     static struct explanation x;
     const struct explain_params par = {.paper = j.opt.paper, .detail = j.opt.detail,
-                                       .margin_pct = j.opt.margin_pct};
+                                       .margin_pct = j.opt.margin_pct,
+                                       .widths = measured ? row.widths : NULL,
+                                       .nwidths = measured ? row.nwidths : 0};
     explanation_build(&x, &j.sweep, 0, &c, &par);
     if (measured && row.gib > 0)
         explanation_set_measured(&x, o.measured_csv, row.line, row.id, row.metric, row.gib);

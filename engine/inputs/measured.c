@@ -45,6 +45,19 @@ int measured_row_widths(const struct csv_table *t, size_t r, int32_t seq_len, ui
     return (int)n;
 }
 
+int measured_row_run(const struct csv_table *t, size_t r, struct train_config *c, uint32_t *w,
+                     size_t max, struct input_error *e)
+{
+    const int n = measured_row_widths(t, r, c->seq_len, w, max, e);
+    if (n <= 0 || c->data != DATA_VARIABLE)
+        return n < 0 ? -1 : 0;
+    uint32_t longest = 0;
+    for (int i = 0; i < n; i++)
+        longest = w[i] > longest ? w[i] : longest;
+    c->seq_len = (int32_t)longest;
+    return n;
+}
+
 bool measured_row_before_grads(const struct csv_table *t, size_t r)
 {
     const char *pt = measured_cell(t, r, "peak_type");

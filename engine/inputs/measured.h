@@ -33,6 +33,13 @@ int measured_row_config(const struct csv_table *t, size_t r,
 int measured_row_widths(const struct csv_table *t, size_t r, int32_t seq_len, uint32_t *w,
                         size_t max, struct input_error *e);
 
+/* The row's own variable-length run for c (from measured_row_config): its widths into
+ * w[0..max) and its longest step as c->seq_len (every tensor of that step is as long,
+ * whatever cap the row names). @return the steps (0 when the row gives none or its data
+ * are packed), or -1 with e on a malformed cell. */
+int measured_row_run(const struct csv_table *t, size_t r, struct train_config *c, uint32_t *w,
+                     size_t max, struct input_error *e);
+
 /* Whether the row measures a local peak of the step before any gradient exists: the
  * extension column peak_type (salisbury-table1.csv) names Salisbury's B (forward through
  * the highest block), C or D (the spikes after the forward pass). */

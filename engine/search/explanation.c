@@ -6,6 +6,7 @@
 
 #include "llmem.h"
 #include "losspath.h"
+#include "mempoint.h"
 #include "rules.h"
 #include "units.h"
 
@@ -33,7 +34,7 @@ int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
     x->plan = p;
     plan_chunk(p); /* chunk_elems is reported in every mode */
     struct sweep_point *pt = &x->pt;
-    sweep_eval_config(s, model, c, pt);
+    sweep_eval_run(s, model, c, par->widths, par->nwidths, pt);
     if (!pt->mem.llmem.chunk_elems) { /* the timeline model: add LLMem's decomposition */
         struct llmem_terms t;
         llmem_static(p, &pt->cfg, s->mem.base_bytes, false, &t);
@@ -56,6 +57,11 @@ int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
         loss_cost_of(x, &pt->cfg);
         struct mem_prepared mp;
         memmodel_prepare(p, &pt->cfg, &s->mem, &mp);
+        if (par->nwidths && memmodel_replay_run(p, &pt->cfg, par->widths, par->nwidths, &mp) == 0) {
+            const unsigned bk = losspath_batch_bucket(pt->cfg.micro_batch); /* the row's own run */
+            x->loss_reserved = mp.logits_res_tok[bk];
+            x->loss_needed = mp.logits_need_tok[bk];
+        }
         x->side_pool = mp.side_pool;
         x->paged = mp.paged;
         x->paged_one = mp.paged_one;

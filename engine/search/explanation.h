@@ -21,6 +21,8 @@ struct explain_params {
     bool paper;        /* --paper: LLMem's equations and terms */
     bool detail;       /* --detail: the tensors behind each term */
     double margin_pct; /* < 0: auto (the band's upper end must fit) */
+    const uint32_t *widths; /* explain --measured: the row's variable-length run, if given */
+    size_t nwidths;         /* (sweep_eval_run); 0: the model's run */
 };
 
 /* explain --measured: the row the configuration comes from, and the model's value for its

@@ -544,8 +544,16 @@ void sweep_recipe_cells(const struct sweep *s, size_t recipe, struct sweep_cell 
 void sweep_eval_config(const struct sweep *s, uint32_t model, const struct train_config *c,
                        struct sweep_point *pt)
 {
+    sweep_eval_run(s, model, c, NULL, 0, pt);
+}
+
+void sweep_eval_run(const struct sweep *s, uint32_t model, const struct train_config *c,
+                    const uint32_t *w, size_t n, struct sweep_point *pt)
+{
     struct prepared pr;
     prepare(s, model, c, &pr);
+    if (n && memmodel_replay_run(pr.plan, c, w, n, &pr.mem) == 0)
+        at_seq(&pr, c->seq_len); /* the sequence terms' bound reads the replayed reserve */
     eval_prepared(s, &pr, model, UINT64_MAX, pt);
 }
 

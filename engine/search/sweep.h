@@ -139,6 +139,11 @@ void sweep_eval_point(const struct sweep *s, uint64_t index, struct sweep_point 
  * the sweep. */
 void sweep_eval_config(const struct sweep *s, uint32_t model, const struct train_config *c,
                        struct sweep_point *pt);
+/* The same for a measured variable-length run whose step widths w[0..n) are known (c's
+ * seq_len its longest; explain --measured, as validate reads the row): the loss path's
+ * reserve is that run's allocator replay (memmodel_replay_run). n 0: sweep_eval_config. */
+void sweep_eval_run(const struct sweep *s, uint32_t model, const struct train_config *c,
+                    const uint32_t *w, size_t n, struct sweep_point *pt);
 
 /* Every point of recipe `recipe` evaluated (no pruning), folded per (method, GPU count):
  * cells[method * space.ngpus + GPU index]; cells must hold METHOD_COUNT x ngpus. For one

@@ -59,24 +59,6 @@ struct row_run {
     size_t n; /* 0: not given, the model's LP_RUN_STEPS-step run */
 };
 
-/* The row's run: its widths, and its longest step as the configuration's sequence length
- * (every tensor of that step is as long, whatever cap the row names). Returns 0, or -1
- * with e on a malformed cell. */
-static int row_run_of(const struct csv_table *t, size_t r, struct train_config *c, struct row_run *run,
-                      struct input_error *e)
-{
-    const int n = measured_row_widths(t, r, c->seq_len, run->w, LP_RUN_STEPS, e);
-    if (n < 0)
-        return -1;
-    run->n = c->data == DATA_VARIABLE ? (size_t)n : 0;
-    uint32_t longest = 0;
-    for (size_t i = 0; i < run->n; i++)
-        longest = run->w[i] > longest ? run->w[i] : longest;
-    if (longest)
-        c->seq_len = (int32_t)longest;
-    return 0;
-}
-
 /* The model's prediction (with rules when they bind) for the row's metric, in bytes; a
  * row's own variable-length run replaces the model's through the allocator replay.
  * Returns NULL, or why the row cannot be predicted (written into why). */
@@ -153,8 +135,10 @@ static int predict_row(const struct csv_table *t, size_t r, const struct validat
     const char *skip = NULL;
     struct row_run run = {.n = 0};
     int rc = measured_row_config(t, r, targets_parse, &c, why, sizeof why, e);
-    if (rc < 0 || (rc == 0 && row_run_of(t, r, &c, &run, e) != 0))
+    int steps = rc == 0 ? measured_row_run(t, r, &c, run.w, LP_RUN_STEPS, e) : 0;
+    if (rc < 0 || steps < 0)
         return -1;
+    run.n = (size_t)steps;
     if (rc > 0)
         skip = why;
     out->key = band_key_of(&c);

@@ -125,6 +125,20 @@ assert m["id"] == sys.argv[3] and abs(m["gib"] - float(v["measured_gib"])) < 1e-
 assert abs(m["predicted_gib"] - float(v["predicted_gib"])) < 1e-3, (m, v)
 PY
 done
+# a row with its run's step widths (our own, column widths): explain predicts it at the longest
+# step with the run's own allocator replay, as validate does; its reserved row says the same
+"$BIN" validate --measured "$M/h200-20261127.csv" --out "$TMP/v2.csv" > /dev/null
+"$BIN" explain --measured "$M/h200-20261127.csv" --id gpu-25min-48 > "$TMP/w.txt" || fail "explain gpu-25min-48"
+python3 - "$TMP/w.txt" "$TMP/v2.csv" <<'PY' || fail "explain --measured gpu-25min-48 differs from validate: $(cat "$TMP/w.txt")"
+import csv, re, sys
+text = open(sys.argv[1]).read()
+rows = {r["metric"]: r for r in csv.DictReader(open(sys.argv[2])) if r["source"] == "gpu-25min"
+        and r["line"] in ("86", "87")}
+res, alloc = re.search(r"^peak .*\(([0-9.]+) reserved, ([0-9.]+) allocated\)", text, re.M).groups()
+assert "seq 8070" in text, "not at the run's longest step"
+assert abs(float(res) - float(rows["reserved"]["predicted_gib"])) < 1e-3, (res, rows["reserved"])
+assert abs(float(alloc) - float(rows["allocated"]["predicted_gib"])) < 1e-3, (alloc, rows["allocated"])
+PY
 "$BIN" explain --measured "$M/public.csv" --id TTM-05 > "$TMP/m.txt"
 grep -q '^measured   22.445 GiB allocated (TTM-05, .*public.csv:[0-9]*); the model: [0-9.]* GiB allocated, -[0-9.]* %$' \
   "$TMP/m.txt" || fail "explain --measured prints no measured line: $(cat "$TMP/m.txt")"
