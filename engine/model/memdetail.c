@@ -727,13 +727,14 @@ static void logits_rows(struct build *b, const struct ctx *x)
     }
     if (r)
         snprintf(r->shape, sizeof r->shape, "%d x %d x %" PRId64, c->micro_batch, c->seq_len, x->mp.vocab);
-    /* Liger's fused loss: no N x V tensor, its chunk and the input's gradient (mempoint.h) */
+    /* checkpointing under autocast: the loss's forward beside the cached casts (mempoint.h) */
     const uint64_t extra = x->ph == PHASE_LOSS
                                ? memmodel_amp_cache_extra(&x->mp, entries, losspath_batch_bucket(c->micro_batch))
                                : 0;
     if (extra)
         row_bytes(b, TERM_LOGITS, "loss's forward beside autocast's cache of every block's casts",
                   "mixed", extra, SRC_AMP_CACHE);
+    /* Liger's fused loss: no N x V tensor, its chunk and the input's gradient (mempoint.h) */
     const uint64_t t = bytes_mul((uint64_t)c->micro_batch, (uint64_t)c->seq_len);
     if (x->ph == PHASE_LOSS && x->mp.liger_inc)
         row_bytes(b, TERM_LOGITS, "Liger: lm_head input grad + one chunk",

@@ -51,8 +51,9 @@ uint64_t memmodel_amp_cache_extra(const struct mem_prepared *mp, uint64_t entrie
 /* A measured variable-length run of n steps whose padded widths w[] (tokens, the longest
  * of them c->seq_len) are known: the loss path's reserved and needed bytes become that
  * run's allocator replay (losspath_replay) instead of the LP_RUN_STEPS-step median the
- * model stands for. For validate, on a prepared mp of c. @return 0; -1 when the path has
- * no events to replay (Liger), the data are not variable, or an argument is out of range. */
+ * model stands for. For validate and explain --measured, on a prepared mp of c.
+ * @return 0; -1 when the path has no events to replay (Liger), the data are not variable,
+ *         or an argument is out of range. */
 int memmodel_replay_run(const struct model_plan *p, const struct train_config *c, const uint32_t *w,
                         size_t n, struct mem_prepared *mp);
 
