@@ -200,6 +200,11 @@ double plan_embed_rank(const struct model_plan *p, const struct train_config *c)
     return (double)p->embed_p / (double)train_embed_tp(c);
 }
 
+double plan_rank_params(const struct model_plan *p, const struct train_config *c)
+{
+    return (double)(p->params - p->embed_p) / (double)c->tp + plan_embed_rank(p, c);
+}
+
 double plan_head_rank(const struct model_plan *p, const struct train_config *c)
 {
     return p->head_p ? (double)p->head_p / (double)c->tp : plan_embed_rank(p, c);

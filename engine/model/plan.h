@@ -65,6 +65,9 @@ double plan_active_params(const struct model_plan *p);
 
 /* Elements of the token embedding on one TP rank (train_embed_tp: HF stacks keep it whole). */
 double plan_embed_rank(const struct model_plan *p, const struct train_config *c);
+/* Parameters one TP rank holds: the matrices split over the TP group, the embedding as
+ * train_embed_tp says (the norms and biases counted split too, as the speed model has). */
+double plan_rank_params(const struct model_plan *p, const struct train_config *c);
 /* Elements of the lm_head on one TP rank: an untied head split over the TP group (colwise),
  * a tied one the embedding's. */
 double plan_head_rank(const struct model_plan *p, const struct train_config *c);

@@ -6,6 +6,7 @@
 
 #include "comm.h"
 #include "float8.h"
+#include "losspath.h"
 
 static double dense_rate(const struct gpu_spec *g, enum precision p)
 {
@@ -212,15 +213,16 @@ static int prepare_gemms(const struct model_plan *p, const struct train_config *
         }
         kernels += head ? 0 : 1;
     }
-    if (!p->head_p) { /* a tied head is the embedding matrix used as a Linear */
-        double w = (double)p->embed_p;
+    if (!p->head_p) { /* a tied head is the embedding matrix used as a Linear, split as it is
+                         (train_embed_tp: whole on every rank under the HF stacks' TP) */
+        const double w = (double)p->embed_p, etp = (double)train_embed_tp(c);
         struct speed_gemm *k = &sp->gemm[sp->ngemm++];
         *k = (struct speed_gemm){0};
-        k->flops_tok = 2.0 * w / tp;
-        k->bytes_tok = (double)(p->spec.hidden + p->spec.vocab) * e / tp;
-        k->bytes_fixed = w / tp * e;
+        k->flops_tok = 2.0 * w / etp;
+        k->bytes_tok = (double)(p->spec.hidden + p->spec.vocab) * e / etp;
+        k->bytes_fixed = w / etp * e;
         k->passes = 2.0 + (full ? 1.0 : 0.0);
-        k->in = (double)p->spec.hidden, k->out = (double)p->spec.vocab / tp, k->mods = 1;
+        k->in = (double)p->spec.hidden, k->out = (double)p->spec.vocab / etp, k->mods = 1;
         k->wgrad = full ? 1.0 : 0.0;
     }
     /* LoRA: A (in -> r) and B (r -> out) per target matrix: 2 r (in + out) FLOPs per token;
@@ -422,10 +424,10 @@ static void prepare_comm(const struct model_plan *p, const struct train_config *
 {
     const double tp = (double)c->tp, units = (double)(p->spec.layers + 1);
     const double e = c->precision == PREC_FP32 ? 4.0 : 2.0, stages = (double)train_pp(c);
-    double grad_bytes = trained / tp * e / stages;
+    double grad_bytes = trained * e / stages;
     /* ZeRO-3 gathers a rank's own experts only (over the dp / ep ranks that hold them) */
-    double p16 = ((double)p->params - (double)p->expert_p * (1.0 - 1.0 / (double)train_ep(c))) /
-                 tp * e / stages;
+    double p16 = (plan_rank_params(p, c) - (double)p->expert_p * (1.0 - 1.0 / (double)train_ep(c)) / tp) *
+                 e / stages;
     /* float8 all-gather (float8.c float8_allgather): the block Linears travel in e4m3 */
     if (float8_allgather(c))
         p16 -= (double)(p->linear_w - p->head_p) / tp * (e - 1.0) / stages;
@@ -613,16 +615,20 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     /* memory-bound work: forward passes, backward about twice forward's bytes (gradient in,
      * saved input, gradient out); cross-entropy over the vocabulary in fp32 (logits read,
      * upcast, log_softmax, its gradient, cast back: ~28 bytes a logit); embedding lookup */
+    /* the loss runs over the rank's vocab shard only under loss parallelism (losspath.c
+     * loss_parallel_path); every other TP gathers the logits (transformers' colwise_rep) */
+    const bool vocab_split = losspath_select(c, m->model_type) == LOSS_LOSS_PARALLEL;
     sp->elem_bytes_tok = elementwise_fwd(p, c, e) * (elem_passes + 2.0) + elementwise_bwd_extra(p, c, e) +
-                         28.0 * (double)m->vocab / tp + 3.0 * e * (double)m->hidden;
+                         28.0 * (double)m->vocab / (vocab_split ? tp : 1.0) + 3.0 * e * (double)m->hidden;
 
     /* optimizer step: read weights, grads and two states, write weights and states */
-    double trained = full ? (double)p->params : (double)plan_lora_params_cfg(p, c);
+    /* a TP rank's trained parameters (a whole embedding under HF's TP: plan_rank_params) */
+    double trained = full ? plan_rank_params(p, c) : (double)plan_lora_params_cfg(p, c) / tp;
     const bool zero3 = c->method == METHOD_ADP || c->method == METHOD_DPTP || c->method == METHOD_OFFLOAD;
     if (!zero3) /* expert parallelism without ZeRO-3: a rank's own experts */
         trained -= (full ? (double)p->expert_p
                          : (double)plan_lora_expert_params(p, c->lora_targets, c->lora_r)) *
-                   (1.0 - 1.0 / (double)train_ep(c));
+                   (1.0 - 1.0 / (double)train_ep(c)) / tp;
     /* sharded over DP by ZeRO (every stage) and Megatron's distributed optimizer; a
      * pipeline stage updates its own blocks; the offloaded step runs on the CPU */
     double shard = (c->method == METHOD_CDP || c->method == METHOD_TP || c->method == METHOD_SINGLE)
@@ -630,19 +636,19 @@ void speed_prepare(const struct model_plan *p, const struct train_config *c,
     shard *= (double)train_pp(c);
     double wt = c->precision == PREC_BF16_PURE ? 2.0 : 4.0;
     double opt_bytes = c->method == METHOD_OFFLOAD ? 0
-                     : trained / tp / shard * wt * speed_opt_passes(c);
+                     : trained / shard * wt * speed_opt_passes(c);
     sp->fixed_s = opt_bytes / sp->bw;
     /* FSDP's unsharded gradient, every parameter of every unit each backward, before the
      * reduce-scatter (zero3 with FEAT_FSDP; speed_fsdp_grad_bytes) */
     if (zero3 && (c->features & FEAT_FSDP))
-        sp->fixed_s += trained / tp / (double)train_pp(c) * speed_fsdp_grad_bytes(c, e) / sp->bw;
+        sp->fixed_s += trained / (double)train_pp(c) * speed_fsdp_grad_bytes(c, e) / sp->bw;
     /* quantized base: each matmul reads the packed weight and writes/reads a 16-bit copy */
     if (!full && c->quant != QUANT_NONE)
         sp->fixed_s += (double)(p->linear_w - p->head_p) / tp * (c->quant == QUANT_INT8 ? 5.0 : 4.5) *
                        (1.0 + fwd_passes) / sp->bw;
     /* a trained embedding: its dense fp32 gradient is zeroed and accumulated (index_add) */
     if (full)
-        sp->fixed_s += (double)p->embed_p / tp * 8.0 / sp->bw;
+        sp->fixed_s += plan_embed_rank(p, c) * 8.0 / sp->bw;
     if (c->precision == PREC_FP8)
         fp8_casts(p, c, e, elem_passes, sp);
     sp->fwd_share = fwd_passes / (fwd_passes + 2.0);
