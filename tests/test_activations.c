@@ -390,7 +390,10 @@ static void test_autocast_casts(void **state)
     struct resident r;
     c.features = 0;
     resident_terms(&plan, &c, &r);
-    assert_int_equal(r.amp_head, 0); /* untied: the lm_head is in linear_w, copied in amp_all */
+    /* untied: the lm_head's cast is its own term (kept until its backward, checkpointing or
+     * not), out of the blocks' amp_all: 64000 x 2 and 73728 x 2 */
+    assert_int_equal(r.amp_head, 2 * 64000);
+    assert_int_equal(r.amp_all, 2 * 73728);
     struct model_plan tied;
     struct model_spec m = plan.spec;
     m.tied = true;

@@ -279,6 +279,8 @@ static void fp8_weight_copies(const struct model_plan *p, const struct train_con
     const double head16 = (c->features & FEAT_FSDP_MP) ? 0.0 : (double)p->head_p / tpdiv * 2.0;
     const bool copies = float8_tensorwise(c) && !float8_allgather(c);
     r->amp_one = copies ? (uint64_t)one : 0;
+    if (p->head_p) /* an untied head's 16-bit cast is head16 here */
+        r->amp_head = 0;
     if (c->grad_ckpt)
         r->amp_all = (uint64_t)head16;
     else if (c->ckpt_selective) {
@@ -453,24 +455,27 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
     }
     /* autocast casts each fp32 weight to 16 bit for its matmul, and the matmul keeps that
      * copy to compute its input's gradient (trained weights are also in autocast's cache;
-     * frozen fp32 weights, as under litgpt bf16-mixed LoRA, are kept the same way).
-     * Reentrant checkpointing runs the block forward under no_grad, so then only the
-     * lm_head copy (and one block's during recomputation) exists. */
+     * frozen fp32 weights, as under litgpt bf16-mixed LoRA, are kept the same way). A
+     * checkpointed block's matmuls keep none: one block's during its recomputation
+     * (amp_one), every block's in autocast's cache until the forward returns (memmodel.c
+     * amp_cache). The lm_head is not checkpointed: its copy (amp_head) lives until its
+     * backward either way. */
     const bool fp32_blocks = c->finetune == FT_FULL ||
                              ((c->features & FEAT_FP32_BASE) && c->quant == QUANT_NONE);
     /* FSDP2's MixedPrecisionPolicy casts each unit's parameters to param_dtype when it
      * gathers them (counted as the gathered units) and runs no autocast: no extra copies.
      * A rank computes with its own experts only. */
     if (train_mixed(c) && fp32_blocks && !(c->features & FEAT_FSDP_MP)) {
-        r->amp_all = (uint64_t)(((double)p->linear_w - (double)p->expert_p * ep_keep) / tpdiv) * 2;
+        r->amp_all = (uint64_t)(((double)p->linear_w - (double)p->head_p - (double)p->expert_p * ep_keep) /
+                                tpdiv) * 2;
         r->amp_one = (uint64_t)(((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) /
                                 tpdiv) * 2;
-        /* a tied lm_head is the fp32 embedding (not in linear_w): its 16-bit cast is made
-         * for the logits and kept by their mm until the lm_head's backward. Measured: the
-         * snapshot datasets/measured/h100-20261127-snapshots/gpu-25min-15.txt, one
-         * 128256x2048 bf16 aten._to_copy from linear.py alive at backward's start. */
-        if (!p->head_p && p->spec.tied)
-            r->amp_head = (uint64_t)(embed * 2.0);
+        /* the lm_head's 16-bit cast (a tied head's is the fp32 embedding's) is made for the
+         * logits and kept by their mm until the lm_head's backward. Measured: the snapshot
+         * datasets/measured/h100-20261127-snapshots/gpu-25min-15.txt, one 128256x2048 bf16
+         * aten._to_copy from linear.py alive at backward's start. */
+        if (p->head_p || p->spec.tied)
+            r->amp_head = (uint64_t)(plan_head_rank(p, c) * 2.0);
     }
     if (float8_on(c))
         fp8_weight_copies(p, c, r, ep_keep, tpdiv);
