@@ -111,6 +111,17 @@ static void test_widths(void **state)
     assert_int_equal(w[1], 2048);
     assert_int_equal(w[2], 3);
     assert_int_equal(widths_of("", w, 4, &e), 0);
+    /* a packed row has no step widths of its own: contradictory input */
+    struct csv_table t;
+    struct train_config c;
+    char why[160], csv[512];
+    snprintf(csv, sizeof csv, CONTRACT ",data,widths\n" SWB_CELLS ",packed,17/3\n");
+    assert_int_equal(csv_table_parse(csv, strlen(csv), "m.csv", &t, &e), 0);
+    assert_int_equal(measured_row_config(&t, 0, targets_parse, &c, why, sizeof why, &e), 0);
+    assert_int_equal(measured_row_run(&t, 0, &c, w, 4, &e), -1);
+    assert_string_equal(e.field, "widths");
+    assert_non_null(strstr(e.msg, "packed"));
+    csv_table_free(&t);
     const char *bad[] = {"0/5", "2049", "5/", "/5", "5//6", "5/x", "-5", "5 6", "1/2/3/4/5"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(widths_of(bad[i], w, 4, &e), -1);

@@ -49,8 +49,11 @@ int measured_row_run(const struct csv_table *t, size_t r, struct train_config *c
                      size_t max, struct input_error *e)
 {
     const int n = measured_row_widths(t, r, c->seq_len, w, max, e);
-    if (n <= 0 || c->data != DATA_VARIABLE)
-        return n < 0 ? -1 : 0;
+    if (n <= 0)
+        return n;
+    if (c->data != DATA_VARIABLE) /* every step of a packed run is seq_len long */
+        return csv_cell_error(t, r, csv_table_col(t, "widths"), e,
+                              "step widths belong to a variable-length run; this row's data are packed");
     uint32_t longest = 0;
     for (int i = 0; i < n; i++)
         longest = w[i] > longest ? w[i] : longest;

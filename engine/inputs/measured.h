@@ -35,8 +35,8 @@ int measured_row_widths(const struct csv_table *t, size_t r, int32_t seq_len, ui
 
 /* The row's own variable-length run for c (from measured_row_config): its widths into
  * w[0..max) and its longest step as c->seq_len (every tensor of that step is as long,
- * whatever cap the row names). @return the steps (0 when the row gives none or its data
- * are packed), or -1 with e on a malformed cell. */
+ * whatever cap the row names). @return the steps (0 when the row gives none), or -1 with e
+ * on a malformed cell or widths on a packed row. */
 int measured_row_run(const struct csv_table *t, size_t r, struct train_config *c, uint32_t *w,
                      size_t max, struct input_error *e);
 
