@@ -57,7 +57,7 @@
 #define SRC_STEP_TMP "torch/optim/adamw.py _multi_tensor_adamw: foreach sqrt(exp_avg_sq); " \
                      "DeepSpeed stage_1_and_2.py step: the partition's gradients cast to fp32"
 #define SRC_AMP "torch autocast: a 16-bit copy of each fp32 weight per matmul, kept for backward " \
-                "(one block's under reentrant checkpointing)"
+                "(one block's under checkpointing, during its recomputation)"
 #define SRC_FP8_W "torchao @eab345c2 float8_linear.py: Float8Linear saves weight_fp8_t (e4m3) for " \
                   "backward; eager SAC caches torchtitan @9dec370 _save_list's aten.abs outputs; + " \
                   "autocast's bf16 lm_head copy"
