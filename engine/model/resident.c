@@ -425,7 +425,7 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
              * weight's cast is the mm's own); a tied head is the embedding itself */
             if (!qhead && train_mixed(c) && memmodel_frozen_elem_bytes(c, false) == 4.0 &&
                 !(c->features & FEAT_FSDP_MP))
-                r->amp_head = (uint64_t)((p->head_p ? head : embed) * 2.0);
+                r->amp_head = (uint64_t)(plan_head_rank(p, c) * 2.0);
         }
     }
     if (ds) {

@@ -16,9 +16,9 @@ struct resident {
     uint64_t amp_all, amp_one;/* autocast 16-bit weight copies: all blocks, one block */
     uint64_t dequant;         /* one dequantized frozen block weight (bitsandbytes) */
     uint64_t dequant_head;    /* the dequantized lm_head, when the stack quantizes it */
-    uint64_t amp_head;        /* autocast's 16-bit copy of an fp32 lm_head outside amp_all (a
-                                 frozen one beside a quantized base, a tied trained one),
-                                 saved by its matmul through the loss */
+    uint64_t amp_head;        /* autocast's 16-bit copy of an fp32 lm_head (frozen beside a
+                                 quantized base, or trained, tied or not), out of amp_all,
+                                 saved by its matmul until the lm_head's backward */
     uint64_t gather_fwd, gather_bwd, bucket;
     uint64_t paged;           /* optimizer states bitsandbytes keeps in managed memory */
     uint64_t paged_one;       /* ... of them, the largest parameter's (what must fit) */
