@@ -90,12 +90,109 @@ static void test_reserved_floor(void **state)
     plan_free(&p);
 }
 
+/* Full fine-tuning under autocast over fp32 weights: the tiny model's parameters in fp32,
+ * each rounded to 512 B: a block's q 64x64x4 16384, k and v 32x64x4 8192 each, o 16384,
+ * gate, up and down 128x64x4 32768 each, two norms of 64 x 4 = 256 B (512 rounded): 148480;
+ * two blocks 296960, the embedding and the untied lm_head 256000 each, the final norm 512:
+ * 809472. */
+#define TINY_FP32 UINT64_C(809472)
+
+static struct stepreplay_shape amp_shape(const struct model_plan *p, enum stepreplay_opt opt, bool ckpt)
+{
+    struct stepreplay_shape sh = tiny_shape(p, true);
+    sh.kept = false;
+    sh.amp = true;
+    sh.ckpt = ckpt;
+    sh.opt = opt;
+    return sh;
+}
+
+/* After the steps the gradients are gone (zero_grad(set_to_none=True)) and what stays is
+ * the weights and, for AdamW, both states: 3 x 809472 B, or the weights alone for SGD. The
+ * foreach step has weights, gradients, both states and one sqrt(exp_avg_sq) a parameter
+ * alive at once: the peak is at least 5 x 809472; the fused step's at least 4 x. */
+static void test_amp_resident(void **state)
+{
+    (void)state;
+    struct model_plan p;
+    assert_int_equal(tiny_model_plan(&p), 0);
+    const int32_t w[3] = {32, 32, 32};
+    struct stepreplay_result r;
+    struct stepreplay_shape sh = amp_shape(&p, STEPREPLAY_FOREACH, false);
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(r.allocated, 3 * TINY_FP32);
+    assert_true(r.peak_allocated >= 5 * TINY_FP32);
+    assert_true(r.reserved >= r.peak_allocated);
+    sh.opt = STEPREPLAY_FUSED;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(r.allocated, 3 * TINY_FP32);
+    assert_true(r.peak_allocated >= 4 * TINY_FP32);
+    sh.opt = STEPREPLAY_PLAIN;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(r.allocated, TINY_FP32);
+    plan_free(&p);
+}
+
+/* The loss's backward holds log_softmax's saved output, nll_loss's gradient and
+ * log_softmax's: 3 x 4 B a token and vocabulary entry, beside the fp32 weights; at
+ * 4 x 256 tokens that is 12288000 B, the largest part of the step, so the peak lies
+ * between weights + the three and that plus every fp32 gradient and state, the 16-bit
+ * logits and their gradient (2 + 2 B an entry) and each block's saved tensors (under 4 KiB
+ * a token at hidden 64 and MLP 128: the fp32 stream's input, norm products and middle
+ * (3 x 256 B), five 16-bit input casts, q, k, v, their repeats, SDPA's output and copy
+ * (about 1 KiB), the MLP's four 16-bit tensors of 128 (1 KiB)). Checkpointing keeps each
+ * layer's fp32 input only: it never raises the peak. */
+static void test_amp_loss_peak(void **state)
+{
+    (void)state;
+    struct model_plan p;
+    assert_int_equal(tiny_model_plan(&p), 0);
+    const int32_t w[2] = {256, 256};
+    const uint64_t loss = UINT64_C(4) * 256 * 1000 * 12;
+    struct stepreplay_result off, on;
+    struct stepreplay_shape sh = amp_shape(&p, STEPREPLAY_FUSED, false);
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &off), 0);
+    assert_true(off.peak_allocated >= TINY_FP32 + loss);
+    const uint64_t tok = 4 * 256, blocks = 2 * tok * 4096, logits16 = tok * 1000 * 4;
+    assert_true(off.peak_allocated <= 4 * TINY_FP32 + loss + logits16 + blocks);
+    sh.ckpt = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &on), 0);
+    assert_true(on.peak_allocated <= off.peak_allocated);
+    assert_true(on.peak_allocated >= TINY_FP32 + loss);
+    plan_free(&p);
+}
+
+/* Out of range: no steps, a zero width, autocast without full fine-tuning, checkpointing
+ * without autocast (the 16-bit op list has no checkpointed forward). */
+static void test_steps_arguments(void **state)
+{
+    (void)state;
+    struct model_plan p;
+    assert_int_equal(tiny_model_plan(&p), 0);
+    const int32_t w[2] = {32, 0};
+    struct stepreplay_result r;
+    struct stepreplay_shape sh = amp_shape(&p, STEPREPLAY_FOREACH, true);
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 0, &r), -1);
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &r), -1);
+    assert_int_equal(stepreplay_steps(&sh, 0, w, 1, &r), -1);
+    sh.full = false;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), -1);
+    sh = tiny_shape(&p, true);
+    sh.ckpt = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), -1);
+    assert_int_equal(stepreplay_run(&sh, 4, 32, 1, &r), -1);
+    plan_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batch_lengths),
         cmocka_unit_test(test_resident),
         cmocka_unit_test(test_reserved_floor),
+        cmocka_unit_test(test_amp_resident),
+        cmocka_unit_test(test_amp_loss_peak),
+        cmocka_unit_test(test_steps_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -165,6 +165,7 @@ int cmd_explain(int argc, char **argv)
         job_free(&j);
         return rc;
     }
+    j.sweep.mem.whole_steps = true; /* one configuration: its whole steps replayed */
     struct model_plan *p = &j.sweep.models[0];
     const char *bad = train_config_check(&c, &p->spec);
     if (bad) {

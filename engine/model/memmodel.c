@@ -704,12 +704,21 @@ bool memmodel_uses_llmem(enum stack stack, const struct mem_options *opt)
  * checkpointing, under SDPA, with 16-bit weights: bf16-pure full fine-tuning, or LoRA
  * on an unquantized 16-bit base (PEFT MetaMathQA trains without autocast). */
 static void replay_setup(const struct model_plan *p, const struct train_config *c,
-                         struct mem_prepared *mp)
+                         const struct mem_options *opt, struct mem_prepared *mp)
 {
     const struct model_spec *m = &p->spec;
-    if (!(c->features & FEAT_EMPTY_CACHE) || c->gpus != 1 || mp->ckpt || c->stack != STACK_HF ||
+    if (c->gpus != 1 || c->stack != STACK_HF || c->ckpt_selective ||
         model_is_moe(m) || m->mlp != MLP_GATED || m->norm != NORM_RMSNORM || m->fused_qkv ||
         m->kv_lora_rank || act_eager_attn(m, c) || (c->features & FEAT_FLASH_ATTN))
+        return;
+    if (!(c->features & FEAT_EMPTY_CACHE)) {
+        mp->replay_steps = opt->whole_steps && c->finetune == FT_FULL && c->precision == PREC_BF16 &&
+                           !(c->features & (FEAT_GRAD_ACCUM | FEAT_OUTPUTS_KEPT | FEAT_PAGED_OPT |
+                                            FEAT_OPT_IN_BWD | FEAT_LIGER_FLCE | FEAT_CHUNKED_CE)) &&
+                           c->optimizer != OPT_ADAMW8BIT;
+        return;
+    }
+    if (mp->ckpt)
         return;
     const bool full_pure = c->finetune == FT_FULL && c->precision == PREC_BF16_PURE;
     const bool lora16 = c->finetune == FT_LORA && c->quant == QUANT_NONE &&
@@ -740,7 +749,7 @@ void memmodel_prepare(const struct model_plan *p, const struct train_config *c,
     activation_coeffs(p, c, &blk, mp);
     logits_coeffs(p, c, &blk, mp);
     point_coeffs(mp);
-    replay_setup(p, c, mp);
+    replay_setup(p, c, opt, mp);
 }
 
 /* The least allocated memory any run of c must reach (memmodel.h). At the optimizer step

@@ -54,6 +54,9 @@ struct mem_options {
     uint64_t ws_alloc, ws_res; /* cuBLAS workspaces: allocated, and the segments they take */
     uint64_t capacity_bytes;   /* what the caching allocator can reserve on the GPU (its
                                   memory less the context); 0 = no limit */
+    bool whole_steps;    /* reserved from whole steps replayed through the allocator model
+                            where stepreplay.c covers the configuration (validate, explain):
+                            0.02 .. 0.9 s a configuration, so never on the sweep's points */
 };
 
 /* The options of GPU g (NULL: no context, the default workspace and NCCL sizes of gpu.h):
@@ -148,6 +151,13 @@ struct mem_prepared {
      * reserved from whole steps replayed through the allocator model (stepreplay.h);
      * 0 = not replayed */
     int32_t replay_window;
+    /* whole steps of a dense HF decoder under autocast replayed through the allocator model
+     * (stepreplay_steps, mem_options.whole_steps): a floor of the phases' reserved; over
+     * three steps of the packed length, or over a measured variable-length run's widths
+     * (memmodel_replay_run; the caller's array, alive while the point is evaluated) */
+    bool replay_steps;
+    const uint32_t *run_w;
+    size_t run_n;
 };
 
 struct mem_estimate {

@@ -39,6 +39,40 @@ static uint64_t replay_reserved(const struct model_plan *p, const struct train_c
     return bytes_add(bytes_add(r.reserved, extra), opt->ws_res);
 }
 
+/* Reserved from a run of whole steps (stepreplay_steps): three of c's length when the data
+ * are packed (the first allocates the optimizer states, the second is the steady state, the
+ * third repeats it), a measured variable-length run's own widths, or none (0) when the
+ * data are variable and their widths unknown; plus the cuBLAS workspaces the replay leaves
+ * out. */
+static uint64_t steps_reserved(const struct model_plan *p, const struct train_config *c,
+                               const struct mem_options *opt, const struct mem_prepared *mp)
+{
+    const struct model_spec *m = &p->spec;
+    const struct stepreplay_shape sh = {
+        .params = &p->tensors, .h = (uint64_t)m->hidden,
+        .hq = (uint64_t)(m->heads * m->head_dim), .hkv = (uint64_t)(m->kv_heads * m->head_dim),
+        .inter = (uint64_t)m->intermediate, .vocab = (uint64_t)m->vocab,
+        .heads = (uint64_t)m->heads, .layers = (int32_t)m->layers, .ew = 2, .full = true,
+        .amp = c->precision == PREC_BF16, .ckpt = c->grad_ckpt,
+        .expandable = c->alloc == ALLOC_EXPANDABLE,
+        .kv_repeat = mp->kv_rep_tok && (!mp->kv_rep_padded || c->micro_batch > 1),
+        .opt = c->optimizer == OPT_SGD ? STEPREPLAY_PLAIN
+               : (c->features & FEAT_FUSED_OPT) ? STEPREPLAY_FUSED : STEPREPLAY_FOREACH,
+    };
+    int32_t w[LP_RUN_STEPS];
+    size_t n = 0;
+    if (losspath_data_shape(c) == DATA_PACKED)
+        for (; n < 3; n++)
+            w[n] = c->seq_len;
+    else
+        for (; n < mp->run_n && n < LP_RUN_STEPS; n++)
+            w[n] = (int32_t)mp->run_w[n];
+    struct stepreplay_result r;
+    if (!n || stepreplay_steps(&sh, c->micro_batch, w, n, &r) != 0)
+        return 0;
+    return bytes_add(r.reserved, opt->ws_res);
+}
+
 /* LLMem's terms mapped onto the breakdown columns; the peak is the paper's lm_head stage. */
 static void eval_llmem(const struct model_plan *p, const struct train_config *c,
                        const struct mem_options *opt, const struct mem_prepared *mp,
@@ -329,6 +363,10 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         const uint64_t r = replay_reserved(p, c, opt, mp);
         e->reserved = r > e->reserved ? r : e->reserved;
     }
+    if (mp->replay_steps) {
+        const uint64_t r = steps_reserved(p, c, opt, mp);
+        e->reserved = r > e->reserved ? r : e->reserved;
+    }
     e->step_end = merge_segment(c, mp);
     e->reserved = bytes_add(e->reserved, e->step_end);
     /* No more than the GPU holds is ever reserved: when cudaMalloc fails, the allocator
@@ -409,6 +447,8 @@ int memmodel_replay_run(const struct model_plan *p, const struct train_config *c
     const unsigned bk = losspath_batch_bucket(c->micro_batch);
     mp->logits_res_tok[bk] = res;
     mp->logits_need_tok[bk] = need;
+    mp->run_w = w;
+    mp->run_n = n;
     return 0;
 }
 

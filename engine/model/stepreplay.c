@@ -1,11 +1,18 @@
 /* stepreplay.c: whole training steps through the caching allocator model (stepreplay.h).
  *
- * The op order is HF transformers' Llama-style decoder without checkpointing under SDPA,
- * in 16-bit weights without autocast (PEFT MetaMathQA: use_amp false, dtype bfloat16),
+ * The op order is HF transformers' Llama-style decoder under SDPA, in two forms: 16-bit
+ * weights without autocast and without checkpointing (PEFT MetaMathQA: use_amp false,
+ * dtype bfloat16), or full fine-tuning under bf16 autocast over fp32 weights, with or
+ * without checkpointing (the amp_ functions below, whose comment cites what autocast adds);
  * each tensor where its code allocates it (transformers models/llama/modeling_llama.py
  * @00227283, unchanged in these functions through 4.57: LlamaRMSNorm.forward,
  * apply_rotary_pos_emb / rotate_half, repeat_kv, LlamaMLP.forward; the loss as
- * losspath.c's `outputs-kept` path). Backward frees each saved tensor when the block that
+ * losspath.c's `outputs-kept` path, or its `hf` path under autocast). Checkpointing is
+ * torch.utils.checkpoint's non-reentrant form (HF gradient_checkpointing_enable with
+ * use_reentrant False, as our harness sets it): a layer's forward keeps only its input
+ * (the closure's argument), and its backward first recomputes the layer up to the last
+ * tensor it saves. The forward frees the layer's tensors at its end rather than each where
+ * its last reference dies: within one layer, a smaller footprint than the recompute's. Backward frees each saved tensor when the block that
  * saved it is done and writes gradients of the shapes autograd gives them; a weight's
  * gradient is stolen by AccumulateGrad (torch/csrc/autograd/functions/accumulate_grad.h:
  * the new gradient becomes .grad when none exists), and the optimizer's foreach AdamW
@@ -28,6 +35,7 @@
 #include "stepreplay.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "allocsim.h"
 
@@ -37,12 +45,13 @@ enum {
     S_N2F, S_N2B, S_N2, S_G, S_ACT, S_U, S_PR, S_D, S_OUT, S_TMP1, S_TMP2, S_TMP3, S_TMP4,
     S_LX,               /* an adapter's fp32 input copy, per adapted role (ROLE_Q..ROLE_DOWN) */
     S_LA = S_LX + 7,    /* its fp32 r-wide lora_A output */
-    NSLOT = S_LA + 7
+    S_CI = S_LA + 7,    /* autocast's 16-bit copy of a Linear's fp32 input, per role */
+    NSLOT = S_CI + 7
 };
 /* Global tensors: final norm, loss path, gradient flow, kept outputs (two generations). */
 enum {
     G_X0, G_FNF, G_FNB, G_FN, G_LG, G_UP, G_LSM, G_NLL, G_GLSM, G_GLG, G_GX, G_GA, G_GB,
-    G_GC, G_GD, G_GE, G_GF, G_LR, G_LX, G_EMB, NGLOB
+    G_GC, G_GD, G_GE, G_GF, G_LR, G_LX, G_EMB, G_W16, G_W32, G_C1, G_C2, G_HC, NGLOB
 };
 
 struct tracer {
@@ -50,19 +59,22 @@ struct tracer {
     allocsim_block *blocks;
     uint32_t *h;           /* handle per id */
     uint8_t *has_grad;     /* per parameter: .grad exists */
+    uint8_t *live;         /* per id: allocated now */
     uint32_t n_ids, np;    /* ids, parameters */
     int32_t layers;
     int fail;
 };
 
-/* id layout: weights, gradients, exp_avg, exp_avg_sq, sqrt temporaries (np each), then
- * layers x NSLOT, NGLOB, and the kept K/V/logits of two steps (2 x (2 layers + 1)). */
+/* id layout: weights, gradients, exp_avg, exp_avg_sq, sqrt temporaries, autocast's 16-bit
+ * casts (np each), then layers x NSLOT, NGLOB, and the kept K/V/logits of two steps
+ * (2 x (2 layers + 1)). */
+enum { K_WEIGHT, K_GRAD, K_AVG, K_AVG_SQ, K_SQRT, K_CAST, K_COUNT };
 static uint32_t id_param(const struct tracer *t, int kind, size_t i) { return (uint32_t)(kind * t->np + i); }
 static uint32_t id_slot(const struct tracer *t, int32_t l, int s)
 {
-    return 5 * t->np + (uint32_t)l * NSLOT + (uint32_t)s;
+    return K_COUNT * t->np + (uint32_t)l * NSLOT + (uint32_t)s;
 }
-static uint32_t id_glob(const struct tracer *t, int g) { return 5 * t->np + (uint32_t)t->layers * NSLOT + (uint32_t)g; }
+static uint32_t id_glob(const struct tracer *t, int g) { return K_COUNT * t->np + (uint32_t)t->layers * NSLOT + (uint32_t)g; }
 static uint32_t id_kept(const struct tracer *t, int gen, int32_t k)
 {
     return id_glob(t, NGLOB) + (uint32_t)gen * (2 * (uint32_t)t->layers + 1) + (uint32_t)k;
@@ -72,14 +84,29 @@ static void ta(struct tracer *t, uint32_t id, uint64_t bytes)
 {
     if (!t->fail && allocsim_alloc(&t->st, bytes, &t->h[id]) != ALLOCSIM_OK)
         t->fail = 1;
+    t->live[id] = 1;
 }
 static void tf(struct tracer *t, uint32_t id)
 {
     if (!t->fail && allocsim_free(&t->st, t->h[id]) != ALLOCSIM_OK)
         t->fail = 1;
+    t->live[id] = 0;
 }
 /* Hands a live allocation to another id (a tensor that changes owner, no copy). */
-static void tmove(struct tracer *t, uint32_t to, uint32_t from) { t->h[to] = t->h[from]; }
+static void tmove(struct tracer *t, uint32_t to, uint32_t from)
+{
+    t->h[to] = t->h[from];
+    t->live[to] = t->live[from];
+    t->live[from] = 0;
+}
+
+/* Bytes per element of the weights, their gradients and optimizer states. */
+static uint64_t wbytes(const struct stepreplay_shape *sh) { return sh->amp ? 4 : sh->ew; }
+
+static uint64_t numel(const struct stepreplay_shape *sh, size_t pi)
+{
+    return (uint64_t)tensor_numel(&sh->params->t[pi]);
+}
 
 struct ctx {
     struct tracer *t;
@@ -232,7 +259,7 @@ static void final_norm_bwd(struct tracer *t, const struct stepreplay_shape *sh, 
 static void wgrad(const struct ctx *c, size_t pi)
 {
     if (c->sh->full && !c->t->has_grad[pi]) {
-        ta(c->t, id_param(c->t, 1, pi), (uint64_t)tensor_numel(&c->sh->params->t[pi]) * c->sh->ew);
+        ta(c->t, id_param(c->t, K_GRAD, pi), numel(c->sh, pi) * c->sh->ew);
         c->t->has_grad[pi] = 1;
     }
 }
@@ -300,6 +327,164 @@ static void block_bwd(const struct ctx *c, const size_t *pi)
     norm_bwd(c, S_N1F, S_N1B, S_N1);
 }
 
+/* Under autocast (full fine-tuning over fp32 weights; HF Trainer bf16=True or a loop in
+ * torch.autocast). Sources: pytorch aten/src/ATen/autocast_mode.cpp cached_cast @001074d2
+ * (a leaf fp32 weight that requires grad is cast once and cached until the outermost
+ * autocast exits; any other fp32 input is cast on every call), autocast's op lists (linear,
+ * matmul and SDPA run in bf16; mul, add, pow, rsqrt keep their inputs' promoted dtype),
+ * transformers modeling_llama.py @00227283 (LlamaRMSNorm: `.to(torch.float32)` of an fp32
+ * input is the input itself and `.to(input_dtype)` back to fp32 is too, so the residual
+ * stream stays fp32 from the fp32 embedding on), torch/csrc/autograd/engine.cpp
+ * validate_outputs (a gradient of another dtype than its input's is cast) and ToCopyBackward
+ * (a bf16 cast's gradient is copied back to fp32 before AccumulateGrad steals it). */
+
+/* autocast's cast of weight pi, once a forward (cached). */
+static void amp_cast(const struct ctx *c, size_t pi)
+{
+    const uint32_t id = id_param(c->t, K_CAST, pi);
+    if (!c->t->live[id])
+        ta(c->t, id, numel(c->sh, pi) * 2);
+}
+
+/* LlamaRMSNorm over the fp32 stream: pow (freed after mean), `hs * rsqrt` B (saved by the
+ * trained weight's mul), the output N; the input itself is saved by pow and the mul. */
+static void amp_norm_fwd(const struct ctx *c, int b, int n)
+{
+    const uint64_t h = c->sh->h;
+    la(c, S_TMP1, 4 * h), lf(c, S_TMP1);
+    la(c, b, 4 * h), la(c, n, 4 * h);
+}
+
+/* A Linear of role r: the weight's cached cast, the input's cast when it is fp32 (saved by
+ * the mm for the weight's gradient), the bf16 output. */
+static void amp_linear_fwd(const struct ctx *c, const size_t *pi, enum tensor_role r, int out,
+                           uint64_t w_in, uint64_t w_out, bool fp32_in)
+{
+    amp_cast(c, pi[r]);
+    if (fp32_in)
+        la(c, S_CI + (r - ROLE_Q), 2 * w_in);
+    la(c, out, 2 * w_out);
+}
+
+/* A decoder layer's forward over the fp32 stream `in_id` (saved by the first norm until its
+ * backward). A recompute (checkpointing) stops at the last tensor the layer saves, down's
+ * input: torch.utils.checkpoint's early stop (_StopRecomputationError). */
+static void amp_block_fwd(const struct ctx *c, const size_t *pi, bool recompute)
+{
+    const struct stepreplay_shape *sh = c->sh;
+    const uint64_t h = sh->h, hq = sh->hq, hkv = sh->hkv, i = sh->inter;
+    amp_norm_fwd(c, S_N1B, S_N1);
+    amp_linear_fwd(c, pi, ROLE_Q, S_Q, h, hq, true);
+    amp_linear_fwd(c, pi, ROLE_K, S_K, h, hkv, true);
+    amp_linear_fwd(c, pi, ROLE_V, S_V, h, hkv, true);
+    rope_fwd(c, S_Q, S_QE, hq);
+    rope_fwd(c, S_K, S_KE, hkv);
+    if (sh->kv_repeat)
+        la(c, S_KR, 2 * hq), la(c, S_VR, 2 * hq);
+    la(c, S_AO, 2 * hq), la(c, S_LSE, 4 * sh->heads), la(c, S_AOC, 2 * hq);
+    if (sh->kv_repeat) /* SDPA saved the repeated copies */
+        lf(c, S_KE), lf(c, S_V);
+    amp_linear_fwd(c, pi, ROLE_O, S_O, hq, h, false);
+    lf(c, S_N1); /* the attention's argument, saved by nothing */
+    la(c, S_H1, 4 * h), lf(c, S_O); /* residual + attention output: fp32 */
+    amp_norm_fwd(c, S_N2B, S_N2);
+    amp_linear_fwd(c, pi, ROLE_GATE, S_G, h, i, true), la(c, S_ACT, 2 * i);
+    amp_linear_fwd(c, pi, ROLE_UP, S_U, h, i, true), la(c, S_PR, 2 * i);
+    lf(c, S_N2);
+    amp_cast(c, pi[ROLE_DOWN]);
+    if (recompute)
+        return;
+    la(c, S_D, 2 * h);
+    la(c, S_OUT, 4 * h), lf(c, S_D);
+}
+
+/* A trained weight's gradient: the mm's bf16 gradient, then its saved input cast and the
+ * weight's cast are released (the node ran), the fp32 copy, AccumulateGrad. */
+static void amp_wgrad(const struct ctx *c, size_t pi, int saved_in)
+{
+    struct tracer *t = c->t;
+    const uint64_t n = numel(c->sh, pi);
+    ta(t, id_glob(t, G_W16), 2 * n);
+    tf(t, id_param(t, K_CAST, pi));
+    if (saved_in >= 0)
+        lf(c, saved_in);
+    if (!t->has_grad[pi]) {
+        ta(t, id_param(t, K_GRAD, pi), 4 * n);
+        t->has_grad[pi] = 1;
+    } else { /* accumulated in place; the new gradient dies */
+        ta(t, id_glob(t, G_W32), 4 * n), tf(t, id_glob(t, G_W32));
+    }
+    tf(t, id_glob(t, G_W16));
+}
+
+/* A Linear's backward from the bf16 gradient in `g` (freed): its input gradient (bf16,
+ * w_in wide) into `out`, then the weight's. */
+static void amp_linear_bwd(const struct ctx *c, const size_t *pi, enum tensor_role r,
+                           uint32_t g, uint32_t out, uint64_t w_in, int saved_in)
+{
+    ta(c->t, out, c->tok * 2 * w_in);
+    amp_wgrad(c, pi[r], saved_in);
+    tf(c->t, g);
+}
+
+/* The bf16 input gradient in `g` cast back to fp32 for the fp32 stream (ToCopyBackward),
+ * into `out`. */
+static void amp_up(const struct ctx *c, uint32_t g, uint32_t out)
+{
+    ta(c->t, out, c->tok * 4 * c->sh->h), tf(c->t, g);
+}
+
+/* A norm's backward from the fp32 gradient of its output in G_C2: B's gradient, the input's
+ * (summed into the stream's gradient G_GX in place); B and the saved input die. */
+static void amp_norm_bwd(const struct ctx *c, uint32_t b_id, uint32_t in_id)
+{
+    struct tracer *t = c->t;
+    const uint64_t n4 = c->tok * 4 * c->sh->h;
+    ta(t, id_glob(t, G_GD), n4), tf(t, id_glob(t, G_C2)), tf(t, b_id);
+    ta(t, id_glob(t, G_GE), n4), tf(t, id_glob(t, G_GD));
+    tf(t, in_id), tf(t, id_glob(t, G_GE));
+}
+
+static void amp_block_bwd(const struct ctx *c, const size_t *pi, uint32_t in_id)
+{
+    struct tracer *t = c->t;
+    const struct stepreplay_shape *sh = c->sh;
+    const uint64_t n = c->tok, h = sh->h, hq = sh->hq, hkv = sh->hkv, i = sh->inter;
+    const uint64_t kvw = sh->kv_repeat ? hq : hkv;
+    const uint32_t ga = id_glob(t, G_GA), gb = id_glob(t, G_GB), gc = id_glob(t, G_GC);
+    const uint32_t c1 = id_glob(t, G_C1), c2 = id_glob(t, G_C2), gd = id_glob(t, G_GD);
+    /* MLP: down's output gradient cast to bf16 */
+    ta(t, c1, n * 2 * h);
+    amp_linear_bwd(c, pi, ROLE_DOWN, c1, ga, i, S_PR);
+    ta(t, gb, n * 2 * i), ta(t, gc, n * 2 * i), tf(t, ga), lf(c, S_ACT), lf(c, S_U); /* mul */
+    ta(t, ga, n * 2 * i), tf(t, gb), lf(c, S_G);                                       /* silu */
+    amp_linear_bwd(c, pi, ROLE_UP, gc, gb, h, S_CI + (ROLE_UP - ROLE_Q));
+    amp_up(c, gb, c2);
+    amp_linear_bwd(c, pi, ROLE_GATE, ga, gb, h, S_CI + (ROLE_GATE - ROLE_Q));
+    amp_up(c, gb, gd), tf(t, gd); /* summed into c2 */
+    amp_norm_bwd(c, id_slot(t, c->l, S_N2B), id_slot(t, c->l, S_H1));
+    /* attention: o_proj's output gradient cast to bf16 */
+    ta(t, c1, n * 2 * h);
+    amp_linear_bwd(c, pi, ROLE_O, c1, ga, hq, S_AOC);
+    ta(t, gb, n * 2 * hq), tf(t, ga); /* the transpose's contiguous gradient */
+    ta(t, ga, n * 2 * hq), ta(t, gc, n * 2 * kvw), ta(t, id_glob(t, G_GF), n * 2 * kvw);
+    tf(t, gb), lf(c, S_AO), lf(c, S_LSE), lf(c, S_QE);
+    if (sh->kv_repeat)
+        lf(c, S_KR), lf(c, S_VR);
+    else
+        lf(c, S_KE), lf(c, S_V);
+    ta(t, gb, n * 2 * hq), tf(t, ga); /* RoPE backward of q */
+    amp_linear_bwd(c, pi, ROLE_Q, gb, ga, h, S_CI + (ROLE_Q - ROLE_Q));
+    amp_up(c, ga, c2);
+    ta(t, gb, n * 2 * hkv), tf(t, gc); /* RoPE backward of k (after the group sum) */
+    amp_linear_bwd(c, pi, ROLE_K, gb, gc, h, S_CI + (ROLE_K - ROLE_Q));
+    amp_up(c, gc, gd), tf(t, gd);
+    ta(t, gb, n * 2 * hkv), tf(t, id_glob(t, G_GF)); /* v's gradient after the group sum */
+    amp_linear_bwd(c, pi, ROLE_V, gb, gc, h, S_CI + (ROLE_V - ROLE_Q));
+    amp_up(c, gc, gd), tf(t, gd);
+    amp_norm_bwd(c, id_slot(t, c->l, S_N1B), in_id);
+}
+
 /* The final norm, lm_head and ForCausalLMLoss (losspath.c `outputs-kept`: 16-bit logits
  * kept, fp32 upcast, log_softmax; backward nll and log_softmax gradients, the 16-bit
  * gradient of the logits), with the previous step's outputs dying when the forward
@@ -336,7 +521,7 @@ static void zero_grad(struct tracer *t)
 {
     for (size_t i = 0; i < t->np; i++)
         if (t->has_grad[i])
-            tf(t, id_param(t, 1, i)), t->has_grad[i] = 0;
+            tf(t, id_param(t, K_GRAD, i)), t->has_grad[i] = 0;
 }
 
 /* The blocks' forward and the head; the kept outputs take the cache's K and V. */
@@ -381,19 +566,107 @@ static void backward(struct tracer *t, const struct stepreplay_shape *sh, const 
         wgrad(&c0, i);
 }
 
-/* AdamW (foreach): the states at the first step, then one sqrt(exp_avg_sq) a parameter,
- * all allocated before any is freed. */
+/* The optimizer's step (stepreplay_opt): AdamW's states at the first step, zeros_like each
+ * parameter in order (_init_group); foreach, one sqrt(exp_avg_sq) a parameter, all
+ * allocated before any is freed. */
 static void optimizer_step(struct tracer *t, const struct stepreplay_shape *sh, bool *have_states)
 {
-    for (size_t i = 0; i < t->np && !*have_states; i++) {
-        const uint64_t b = (uint64_t)tensor_numel(&sh->params->t[i]) * sh->ew;
-        ta(t, id_param(t, 2, i), b), ta(t, id_param(t, 3, i), b);
-    }
+    const uint64_t wb = wbytes(sh);
+    for (size_t i = 0; i < t->np && !*have_states && sh->opt != STEPREPLAY_PLAIN; i++)
+        ta(t, id_param(t, K_AVG, i), numel(sh, i) * wb), ta(t, id_param(t, K_AVG_SQ, i), numel(sh, i) * wb);
     *have_states = true;
+    if (sh->opt != STEPREPLAY_FOREACH)
+        return;
     for (size_t i = 0; i < t->np; i++)
-        ta(t, id_param(t, 4, i), (uint64_t)tensor_numel(&sh->params->t[i]) * sh->ew);
+        ta(t, id_param(t, K_SQRT, i), numel(sh, i) * wb);
     for (size_t i = 0; i < t->np; i++)
-        tf(t, id_param(t, 4, i));
+        tf(t, id_param(t, K_SQRT, i));
+}
+
+/* The final norm, the lm_head and the hf loss path (losspath.c `hf_path`): the norm's
+ * saved product and output in fp32, the head weight's cast (saved by its mm, so the
+ * autocast exit leaves it), the input's cast, the bf16 logits, their fp32 upcast and
+ * log_softmax's saved output; the upcast dies with the loss function, accelerate's fp32
+ * copy of the logits (HF Trainer under mixed precision; a loop of its own has none, and the
+ * copy takes the upcast's block of the same size, so the allocator's state is the same)
+ * and the model's outputs with Trainer.compute_loss returning the loss only. */
+static void amp_head_fwd(struct tracer *t, const struct stepreplay_shape *sh, size_t head, uint64_t tok)
+{
+    const uint64_t h = sh->h, nv = tok * sh->vocab;
+    const struct ctx c0 = {t, sh, tok, 0};
+    ta(t, id_glob(t, G_GA), tok * 4 * h), tf(t, id_glob(t, G_GA));
+    ta(t, id_glob(t, G_FNB), tok * 4 * h), ta(t, id_glob(t, G_FN), tok * 4 * h);
+    amp_cast(&c0, head);
+    ta(t, id_glob(t, G_HC), tok * 2 * h);
+    ta(t, id_glob(t, G_LG), nv * 2), ta(t, id_glob(t, G_UP), nv * 4), ta(t, id_glob(t, G_LSM), nv * 4);
+    tf(t, id_glob(t, G_UP)), ta(t, id_glob(t, G_UP), nv * 4);
+    tf(t, id_glob(t, G_LG)), tf(t, id_glob(t, G_UP)), tf(t, id_glob(t, G_FN));
+}
+
+/* The loss's backward, the lm_head's and the final norm's: the stream's fp32 gradient G_GX. */
+static void amp_head_bwd(struct tracer *t, const struct stepreplay_shape *sh, size_t head,
+                         uint64_t tok, uint32_t x_id)
+{
+    const uint64_t nv = tok * sh->vocab;
+    const struct ctx c0 = {t, sh, tok, 0};
+    ta(t, id_glob(t, G_NLL), nv * 4), ta(t, id_glob(t, G_GLSM), nv * 4);
+    tf(t, id_glob(t, G_LSM)), tf(t, id_glob(t, G_NLL));
+    ta(t, id_glob(t, G_GLG), nv * 2), tf(t, id_glob(t, G_GLSM));
+    ta(t, id_glob(t, G_GA), tok * 2 * sh->h);
+    amp_wgrad(&c0, head, -1);
+    tf(t, id_glob(t, G_HC)), tf(t, id_glob(t, G_GLG));
+    amp_up(&c0, id_glob(t, G_GA), id_glob(t, G_C2));
+    ta(t, id_glob(t, G_GD), tok * 4 * sh->h), tf(t, id_glob(t, G_C2)), tf(t, id_glob(t, G_FNB));
+    ta(t, id_glob(t, G_GX), tok * 4 * sh->h), tf(t, id_glob(t, G_GD)), tf(t, x_id);
+}
+
+/* The stream's input of layer l: the embedding's fp32 output, or the layer before's. */
+static uint32_t amp_layer_in(const struct tracer *t, int32_t l)
+{
+    return l ? id_slot(t, l - 1, S_OUT) : id_glob(t, G_X0);
+}
+
+/* Frees what a checkpointed layer's forward does not keep: everything but its output (the
+ * next layer's input, which the next checkpoint's closure holds). */
+static void ckpt_drop(struct tracer *t, int32_t l)
+{
+    for (int s = 0; s < NSLOT; s++)
+        if (s != S_OUT && t->live[id_slot(t, l, s)])
+            tf(t, id_slot(t, l, s));
+}
+
+static void amp_step(struct tracer *t, const struct stepreplay_shape *sh, const struct roles *r,
+                     uint64_t tok, bool *have_states)
+{
+    ta(t, id_glob(t, G_X0), tok * 4 * sh->h);
+    for (int32_t l = 0; l < sh->layers; l++) {
+        const struct ctx c = {t, sh, tok, l};
+        amp_block_fwd(&c, r->layer + (size_t)l * ROLE_COUNT, false);
+        if (sh->ckpt)
+            ckpt_drop(t, l);
+    }
+    amp_head_fwd(t, sh, r->head, tok);
+    if (sh->ckpt) /* the outermost autocast exits: cached casts nothing saved die */
+        for (size_t i = 0; i < t->np; i++)
+            if (i != r->head && t->live[id_param(t, K_CAST, i)])
+                tf(t, id_param(t, K_CAST, i));
+    amp_head_bwd(t, sh, r->head, tok, amp_layer_in(t, sh->layers));
+    for (int32_t l = sh->layers - 1; l >= 0; l--) {
+        const struct ctx c = {t, sh, tok, l};
+        const size_t *pi = r->layer + (size_t)l * ROLE_COUNT;
+        if (sh->ckpt)
+            amp_block_fwd(&c, pi, true);
+        amp_block_bwd(&c, pi, amp_layer_in(t, l));
+    }
+    /* the embedding's fp32 gradient (embedding_dense_backward), then the norms' */
+    if (t->has_grad[r->embed])
+        ta(t, id_glob(t, G_W32), numel(sh, r->embed) * 4), tf(t, id_glob(t, G_W32));
+    tf(t, id_glob(t, G_GX));
+    for (size_t i = 0; i < t->np; i++)
+        if (!t->has_grad[i])
+            ta(t, id_param(t, K_GRAD, i), numel(sh, i) * 4), t->has_grad[i] = 1;
+    optimizer_step(t, sh, have_states);
+    zero_grad(t);
 }
 
 static void step(struct tracer *t, const struct stepreplay_shape *sh, const struct roles *r,
@@ -452,7 +725,7 @@ static void replay(struct tracer *t, const struct stepreplay_shape *sh, const st
                    int32_t batch, int32_t cap, int32_t window, struct stepreplay_result *out)
 {
     for (size_t i = 0; i < t->np; i++)
-        ta(t, id_param(t, 0, i), (uint64_t)tensor_numel(&sh->params->t[i]) * sh->ew);
+        ta(t, id_param(t, K_WEIGHT, i), numel(sh, i) * wbytes(sh));
     bool have_states = false, have_prev = false;
     int gen = 0;
     const int windows = 2; /* the first fills the optimizer states; the second is measured */
@@ -477,28 +750,80 @@ static void replay(struct tracer *t, const struct stepreplay_shape *sh, const st
     out->resident = resident;
 }
 
+/* The tracer's memory and an empty allocator; -1 when memory runs out. */
+static int tracer_open(struct tracer *t, struct roles *r, const struct stepreplay_shape *sh)
+{
+    memset(t, 0, sizeof *t);
+    memset(r, 0, sizeof *r);
+    t->np = (uint32_t)sh->params->n;
+    t->layers = sh->layers;
+    t->n_ids = id_kept(t, 2, 0);
+    const size_t n_blocks = 8 * (size_t)t->n_ids + 4096;
+    t->h = calloc(t->n_ids, sizeof *t->h);
+    t->live = calloc(t->n_ids, 1);
+    t->has_grad = calloc(t->np ? t->np : 1, 1);
+    t->blocks = calloc(n_blocks, sizeof *t->blocks);
+    const allocsim_config cfg = {.expandable = sh->expandable};
+    if (!t->h || !t->live || !t->has_grad || !t->blocks || find_roles(sh, r) ||
+        allocsim_init(&t->st, &cfg, t->blocks, n_blocks) != ALLOCSIM_OK)
+        return -1;
+    return 0;
+}
+
+static void tracer_close(struct tracer *t, struct roles *r)
+{
+    free(r->layer), free(t->blocks), free(t->has_grad), free(t->live), free(t->h);
+}
+
 int stepreplay_run(const struct stepreplay_shape *sh, int32_t batch, int32_t cap, int32_t window,
                    struct stepreplay_result *out)
 {
-    out->reserved = out->resident = out->allocated = 0;
-    if (batch < 1 || cap < 1 || window < 1 || sh->layers < 1)
+    memset(out, 0, sizeof *out);
+    if (batch < 1 || cap < 1 || window < 1 || sh->layers < 1 || sh->amp || sh->ckpt)
         return -1;
-    struct tracer t = {0};
-    struct roles r = {0};
-    t.np = (uint32_t)sh->params->n;
-    t.layers = sh->layers;
-    t.n_ids = id_kept(&t, 2, 0);
-    const size_t n_blocks = 8 * (size_t)t.n_ids + 4096;
-    t.h = calloc(t.n_ids, sizeof *t.h);
-    t.has_grad = calloc(t.np ? t.np : 1, 1);
-    t.blocks = calloc(n_blocks, sizeof *t.blocks);
-    const allocsim_config cfg = {0, 0, 0};
+    struct tracer t;
+    struct roles r;
     int rc = -1;
-    if (t.h && t.has_grad && t.blocks && !find_roles(sh, &r) &&
-        allocsim_init(&t.st, &cfg, t.blocks, n_blocks) == ALLOCSIM_OK) {
+    if (!tracer_open(&t, &r, sh)) {
         replay(&t, sh, &r, batch, cap, window, out);
         rc = t.fail ? -1 : 0;
     }
-    free(r.layer), free(t.blocks), free(t.has_grad), free(t.h);
+    tracer_close(&t, &r);
+    return rc;
+}
+
+int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const int32_t *widths,
+                     size_t n, struct stepreplay_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (batch < 1 || !n || !widths || sh->layers < 1 || (sh->amp && !sh->full) ||
+        (sh->ckpt && !sh->amp))
+        return -1;
+    for (size_t k = 0; k < n; k++)
+        if (widths[k] < 1)
+            return -1;
+    struct tracer t;
+    struct roles r;
+    int rc = -1;
+    if (!tracer_open(&t, &r, sh)) {
+        for (size_t i = 0; i < t.np; i++)
+            ta(&t, id_param(&t, K_WEIGHT, i), numel(sh, i) * wbytes(sh));
+        allocsim_reset_peaks(&t.st);
+        bool have_states = false;
+        int gen = 0;
+        for (size_t k = 0; k < n && !t.fail; k++) {
+            const uint64_t tok = (uint64_t)batch * (uint64_t)widths[k];
+            if (sh->amp)
+                amp_step(&t, sh, &r, tok, &have_states);
+            else
+                step(&t, sh, &r, tok, gen, k > 0 && sh->kept, &have_states), gen = !gen;
+        }
+        const allocsim_stats *st = allocsim_get_stats(&t.st);
+        out->reserved = st->peak_reserved;
+        out->peak_allocated = st->peak_allocated;
+        out->allocated = st->allocated;
+        rc = t.fail ? -1 : 0;
+    }
+    tracer_close(&t, &r);
     return rc;
 }

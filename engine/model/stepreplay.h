@@ -1,5 +1,6 @@
 /* stepreplay.h: whole training steps of a dense decoder replayed through the caching
- * allocator model (allocsim.h), for loops that empty the cache every N steps.
+ * allocator model (allocsim.h): for loops that empty the cache every N steps
+ * (stepreplay_run), and for a run's steps as they come (stepreplay_steps).
  *
  * Why: with the cache emptied every N steps, what `torch.cuda.memory_reserved()` shows
  * after a step is every segment the steps since the last empty_cache() cut and kept:
@@ -11,23 +12,45 @@
  * lr_scheduler.step(), `torch_accelerator_module.empty_cache()` when
  * `step % ACCELERATOR_EMPTY_CACHE_SCHEDULE == 0`, 10; every step at f650b08a).
  *
- * The replay runs once per configuration and micro-batch/length; the sweep never calls it
- * (only rows with feature empty-cache do), so it may allocate its workspace. */
+ * Without empty_cache() the same holds across phases: the optimizer step's parameter-sized
+ * temporaries and states find the cache cut for activations and logits, and what no cached
+ * block can hold opens new segments (our own gpu-25min-01: foreach AdamW after a
+ * checkpointed step reserves 4.6 GiB beyond the fused step's, every sqrt(exp_avg_sq) in a
+ * new segment; the phases' model, each phase on its own, cannot see it).
+ *
+ * The replay runs once per configuration and micro-batch/length (0.02 s for a 1B model,
+ * 0.9 s for 70B); the sweep's points never call it (memmodel.h mem_options.whole_steps),
+ * so it may allocate its workspace. */
 #ifndef LLMEM_STEPREPLAY_H
 #define LLMEM_STEPREPLAY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tensors.h"
+
+/* What the optimizer's step allocates beside the parameters. */
+enum stepreplay_opt {
+    STEPREPLAY_FOREACH, /* AdamW foreach: both states at the first step, then one
+                           sqrt(exp_avg_sq) a parameter, all before any is freed */
+    STEPREPLAY_FUSED,   /* AdamW fused: the states only (torch._fused_adamw_ works in place) */
+    STEPREPLAY_PLAIN    /* SGD without momentum: nothing (_foreach_add_ in place) */
+};
 
 struct stepreplay_shape {
     const struct tensor_list *params; /* the model's parameters in registration order */
     uint64_t h, hq, hkv, inter, vocab; /* hidden, q width, K/V width, MLP width, vocabulary */
     uint64_t heads;                   /* query heads (SDPA's fp32 logsumexp per token) */
     int32_t layers;
-    uint64_t ew;        /* bytes per element of weights and activations (16-bit: 2) */
-    bool full;          /* every weight trained: gradients, AdamW states, foreach sqrt */
+    uint64_t ew;        /* bytes per element of activations (16-bit: 2), and of weights,
+                           gradients and states without autocast */
+    bool full;          /* every weight trained: gradients, optimizer states */
+    bool amp;           /* bf16 autocast over fp32 weights (full only): casts cached for the
+                           forward, an fp32 residual stream, fp32 gradients and states */
+    bool ckpt;          /* every decoder layer checkpointed, non-reentrant (amp only) */
+    enum stepreplay_opt opt; /* full only */
+    bool expandable;    /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True */
     bool kv_repeat;     /* K and V repeated to the query heads before SDPA (GQA, padded) */
     bool kept;          /* the loop keeps `outputs`: 16-bit logits and the DynamicCache */
     uint64_t lora_r;    /* LoRA rank (frozen base: full false) */
@@ -35,7 +58,9 @@ struct stepreplay_shape {
 };
 
 struct stepreplay_result {
-    uint64_t reserved;  /* highest memory_reserved() after a step of the measured window */
+    uint64_t reserved;  /* highest memory_reserved() after a step of the measured window;
+                           stepreplay_steps: max_memory_reserved() over the run */
+    uint64_t peak_allocated; /* stepreplay_steps: max_memory_allocated() over the run */
     uint64_t resident;  /* bytes (rounded) the replay keeps between steps: weights, and when
                            full gradients and AdamW states */
     uint64_t allocated; /* memory_allocated() after the last step: resident + kept outputs */
@@ -48,6 +73,15 @@ struct stepreplay_result {
  * @return 0, or -1 when memory for the workspace runs out or the allocator model fails. */
 int stepreplay_run(const struct stepreplay_shape *sh, int32_t batch, int32_t cap, int32_t window,
                    struct stepreplay_result *out);
+
+/* Replays `n` training steps of micro-batch `batch` padded to widths[0..n) tokens a sample,
+ * in order, on an allocator that held only the weights before the first (the measurement
+ * loop's empty_cache() after loading; datasets/measure/measure_worker.py), without
+ * emptying the cache, and reports the run's peaks.
+ * @return 0, or -1 when an argument is out of range, memory for the workspace runs out or
+ *         the allocator model fails. */
+int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const int32_t *widths,
+                     size_t n, struct stepreplay_result *out);
 
 /* The padded length of the j-th batch (from 0) of a bucket of `bucket_batches` batches of
  * `batch` samples, sorted longest first, sample lengths uniform on 1..cap: the expected
