@@ -139,6 +139,17 @@ assert "seq 8070" in text, "not at the run's longest step"
 assert abs(float(res) - float(rows["reserved"]["predicted_gib"])) < 1e-3, (res, rows["reserved"])
 assert abs(float(alloc) - float(rows["allocated"]["predicted_gib"])) < 1e-3, (alloc, rows["allocated"])
 PY
+# a packed full fine-tune under autocast: explain's reserved is the whole-step replay's, as
+# validate's (stepreplay.c; the phases alone said 23.607 GiB, measured 24.365)
+"$BIN" explain --measured "$M/h200-20261127.csv" --id gpu-25min-26 > "$TMP/r.txt" || fail "explain gpu-25min-26"
+python3 - "$TMP/r.txt" "$TMP/v2.csv" <<'PY' || fail "explain --measured gpu-25min-26 differs from validate: $(cat "$TMP/r.txt")"
+import csv, re, sys
+text = open(sys.argv[1]).read()
+(row,) = [r for r in csv.DictReader(open(sys.argv[2])) if r["line"] == "21"]
+res = re.search(r"^peak .*\(([0-9.]+) reserved, ", text, re.M).group(1)
+assert row["metric"] == "reserved" and abs(float(res) - float(row["predicted_gib"])) < 1e-3, (res, row)
+assert float(res) > 24.0, res
+PY
 "$BIN" explain --measured "$M/public.csv" --id TTM-05 > "$TMP/m.txt"
 grep -q '^measured   22.445 GiB allocated (TTM-05, .*public.csv:[0-9]*); the model: [0-9.]* GiB allocated, -[0-9.]* %$' \
   "$TMP/m.txt" || fail "explain --measured prints no measured line: $(cat "$TMP/m.txt")"
