@@ -712,9 +712,18 @@ static void replay_setup(const struct model_plan *p, const struct train_config *
         m->kv_lora_rank || act_eager_attn(m, c) || (c->features & FEAT_FLASH_ATTN))
         return;
     if (!(c->features & FEAT_EMPTY_CACHE)) {
-        mp->replay_steps = opt->whole_steps && c->finetune == FT_FULL && c->precision == PREC_BF16 &&
+        /* full fine-tuning (under autocast over fp32 weights, or bf16-pure), or LoRA with
+         * fp32 adapters on the block Linears of a 16-bit base, with or without autocast */
+        const bool full = c->finetune == FT_FULL &&
+                          (c->precision == PREC_BF16 || c->precision == PREC_BF16_PURE);
+        const bool lora = c->finetune == FT_LORA && c->quant == QUANT_NONE &&
+                          (c->precision == PREC_BF16 || c->precision == PREC_BF16_PURE) &&
+                          (c->features & FEAT_ADAPTER_FP32) && !(c->features & FEAT_FP32_BASE) &&
+                          !(plan_lora_targets(p, c) & ~(TARGETS_ATTN | TARGETS_MLP));
+        mp->replay_steps = opt->whole_steps && (full || lora) &&
                            !(c->features & (FEAT_GRAD_ACCUM | FEAT_OUTPUTS_KEPT | FEAT_PAGED_OPT |
-                                            FEAT_OPT_IN_BWD | FEAT_LIGER_FLCE | FEAT_CHUNKED_CE)) &&
+                                            FEAT_OPT_IN_BWD | FEAT_LIGER_FLCE | FEAT_CHUNKED_CE |
+                                            FEAT_LORA_DROPOUT)) &&
                            c->optimizer != OPT_ADAMW8BIT;
         return;
     }

@@ -151,8 +151,9 @@ struct mem_prepared {
      * reserved from whole steps replayed through the allocator model (stepreplay.h);
      * 0 = not replayed */
     int32_t replay_window;
-    /* whole steps of a dense HF decoder under autocast replayed through the allocator model
-     * (stepreplay_steps, mem_options.whole_steps): a floor of the phases' reserved; over
+    /* whole steps of a dense HF decoder replayed through the allocator model
+     * (stepreplay_steps, mem_options.whole_steps): the reserved peak, in place of the
+     * phases' (never below the allocated peak); over
      * three steps of the packed length, or over a measured variable-length run's widths
      * (memmodel_replay_run; the caller's array, alive while the point is evaluated) */
     bool replay_steps;

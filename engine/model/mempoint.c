@@ -11,6 +11,16 @@
 
 #define MIB (UINT64_C(1) << 20)
 
+/* What the phases hold at the optimizer step beyond the replay's resident bytes (LoRA's
+ * adapters, their gradients and states), rounded as one more block. */
+static uint64_t beside_replay(const struct mem_prepared *mp, uint64_t resident)
+{
+    const uint64_t *fw = mp->fixed[PHASE_FORWARD];
+    const uint64_t held = bytes_add(bytes_add(fw[TERM_PARAMS], fw[TERM_OPTIMIZER]),
+                                    mp->fixed[PHASE_BWD_FIRST][TERM_GRADS]);
+    return held > resident ? memmodel_round(held - resident) : 0;
+}
+
 /* Reserved from whole replayed steps (stepreplay.h) for a loop that empties the cache
  * every replay_window steps, plus what the replay leaves out: the resident bytes the
  * phases count beyond its weights (and gradients and states: LoRA's adapters) and the
@@ -32,30 +42,28 @@ static uint64_t replay_reserved(const struct model_plan *p, const struct train_c
     struct stepreplay_result r;
     if (stepreplay_run(&sh, c->micro_batch, c->seq_len, mp->replay_window, &r) != 0)
         return 0;
-    const uint64_t *fw = mp->fixed[PHASE_FORWARD];
-    const uint64_t held = bytes_add(bytes_add(fw[TERM_PARAMS], fw[TERM_OPTIMIZER]),
-                                    mp->fixed[PHASE_BWD_FIRST][TERM_GRADS]);
-    const uint64_t extra = held > r.resident ? memmodel_round(held - r.resident) : 0;
-    return bytes_add(bytes_add(r.reserved, extra), opt->ws_res);
+    return bytes_add(bytes_add(r.reserved, beside_replay(mp, r.resident)), opt->ws_res);
 }
 
 /* Reserved from a run of whole steps (stepreplay_steps): three of c's length when the data
  * are packed (the first allocates the optimizer states, the second is the steady state, the
  * third repeats it), a measured variable-length run's own widths, or none (0) when the
- * data are variable and their widths unknown; plus the cuBLAS workspaces the replay leaves
- * out. */
+ * data are variable and their widths unknown; plus what the replay leaves out (the cuBLAS
+ * workspaces, beside_replay). */
 static uint64_t steps_reserved(const struct model_plan *p, const struct train_config *c,
                                const struct mem_options *opt, const struct mem_prepared *mp)
 {
     const struct model_spec *m = &p->spec;
+    const bool full = c->finetune == FT_FULL;
     const struct stepreplay_shape sh = {
         .params = &p->tensors, .h = (uint64_t)m->hidden,
         .hq = (uint64_t)(m->heads * m->head_dim), .hkv = (uint64_t)(m->kv_heads * m->head_dim),
         .inter = (uint64_t)m->intermediate, .vocab = (uint64_t)m->vocab,
-        .heads = (uint64_t)m->heads, .layers = (int32_t)m->layers, .ew = 2, .full = true,
+        .heads = (uint64_t)m->heads, .layers = (int32_t)m->layers, .ew = 2, .full = full,
         .amp = c->precision == PREC_BF16, .ckpt = c->grad_ckpt,
         .expandable = c->alloc == ALLOC_EXPANDABLE,
         .kv_repeat = mp->kv_rep_tok && (!mp->kv_rep_padded || c->micro_batch > 1),
+        .lora_r = full ? 0 : (uint64_t)c->lora_r, .lora_targets = full ? 0 : plan_lora_targets(p, c),
         .opt = c->optimizer == OPT_SGD ? STEPREPLAY_PLAIN
                : (c->features & FEAT_FUSED_OPT) ? STEPREPLAY_FUSED : STEPREPLAY_FOREACH,
     };
@@ -70,7 +78,7 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
     struct stepreplay_result r;
     if (!n || stepreplay_steps(&sh, c->micro_batch, w, n, &r) != 0)
         return 0;
-    return bytes_add(r.reserved, opt->ws_res);
+    return bytes_add(bytes_add(r.reserved, beside_replay(mp, r.resident)), opt->ws_res);
 }
 
 /* LLMem's terms mapped onto the breakdown columns; the peak is the paper's lm_head stage. */
@@ -363,9 +371,10 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         const uint64_t r = replay_reserved(p, c, opt, mp);
         e->reserved = r > e->reserved ? r : e->reserved;
     }
-    if (mp->replay_steps) {
+    if (mp->replay_steps) { /* the whole step sees what the phases, each alone, cannot */
         const uint64_t r = steps_reserved(p, c, opt, mp);
-        e->reserved = r > e->reserved ? r : e->reserved;
+        if (r)
+            e->reserved = r > e->allocated ? r : e->allocated;
     }
     e->step_end = merge_segment(c, mp);
     e->reserved = bytes_add(e->reserved, e->step_end);

@@ -101,7 +101,7 @@ static void tmove(struct tracer *t, uint32_t to, uint32_t from)
 }
 
 /* Bytes per element of the weights, their gradients and optimizer states. */
-static uint64_t wbytes(const struct stepreplay_shape *sh) { return sh->amp ? 4 : sh->ew; }
+static uint64_t wbytes(const struct stepreplay_shape *sh) { return sh->amp && sh->full ? 4 : sh->ew; }
 
 static uint64_t numel(const struct stepreplay_shape *sh, size_t pi)
 {
@@ -113,9 +113,17 @@ struct ctx {
     const struct stepreplay_shape *sh;
     uint64_t tok;  /* tokens of the micro-batch */
     int32_t l;
+    bool ckpt_fwd; /* a checkpointed forward: what backward would save dies at its last use */
 };
 static void la(const struct ctx *c, int s, uint64_t per_tok) { ta(c->t, id_slot(c->t, c->l, s), c->tok * per_tok); }
 static void lf(const struct ctx *c, int s) { tf(c->t, id_slot(c->t, c->l, s)); }
+/* A tensor kept for backward only: under a checkpointed forward the saved-tensor hooks keep
+ * nothing, so it dies where the forward last reads it. */
+static void saved(const struct ctx *c, int s)
+{
+    if (c->ckpt_fwd)
+        lf(c, s);
+}
 
 /* LlamaRMSNorm.forward: `.to(float32)` F (saved by pow and the mul), `.pow(2)` (freed after
  * mean), `hs * rsqrt` (freed after the cast), `.to(input_dtype)` B (saved by `weight *`
@@ -126,10 +134,12 @@ static void norm_fwd(const struct ctx *c, int f, int b, int n)
     const uint64_t h = c->sh->h, ew = c->sh->ew;
     la(c, f, 4 * h);
     la(c, S_TMP1, 4 * h), lf(c, S_TMP1);
-    la(c, S_TMP1, 4 * h), la(c, b, ew * h), lf(c, S_TMP1);
+    la(c, S_TMP1, 4 * h), saved(c, f), la(c, b, ew * h), lf(c, S_TMP1);
     la(c, n, ew * h);
     if (!c->sh->full)
         lf(c, b);
+    else
+        saved(c, b);
 }
 
 /* apply_rotary_pos_emb for q (w = hq) or k: `q * cos` A, rotate_half's `-x2` and cat, the
@@ -159,9 +169,22 @@ static void linear_fwd(const struct ctx *c, enum tensor_role r, int out, uint64_
         return;
     }
     const int lx = S_LX + (r - ROLE_Q), lA = S_LA + (r - ROLE_Q);
+    if (c->sh->amp) { /* autocast runs lora_A and lora_B in bf16 (amp_cast's sources) */
+        la(c, S_TMP4, ew * w_out);                   /* result = self.base_layer(x) */
+        la(c, S_TMP1, 4 * w_in);                     /* x.to(lora_A.weight.dtype) */
+        la(c, lx, 2 * w_in), la(c, lA, 2 * c->sh->lora_r); /* lora_A's input cast, output */
+        saved(c, lx);
+        la(c, S_TMP2, 2 * w_out), saved(c, lA);      /* lora_B */
+        la(c, S_TMP3, 2 * w_out), lf(c, S_TMP2);     /* * scaling */
+        la(c, out, ew * w_out), lf(c, S_TMP3), lf(c, S_TMP4); /* result + ... */
+        lf(c, S_TMP1);                               /* the fp32 x dies with the forward */
+        return;
+    }
     la(c, S_TMP4, ew * w_out);                        /* result = self.base_layer(x) */
     la(c, lx, 4 * w_in), la(c, lA, 4 * c->sh->lora_r); /* x.to(fp32), lora_A(x) */
-    la(c, S_TMP1, 4 * w_out), la(c, S_TMP2, 4 * w_out), lf(c, S_TMP1); /* lora_B, * scaling */
+    saved(c, lx);
+    la(c, S_TMP1, 4 * w_out), saved(c, lA);
+    la(c, S_TMP2, 4 * w_out), lf(c, S_TMP1); /* lora_B, * scaling */
     la(c, S_TMP3, 4 * w_out), lf(c, S_TMP2), lf(c, S_TMP4);             /* result + ... */
     la(c, out, ew * w_out), lf(c, S_TMP3);                              /* .to(bf16) */
 }
@@ -182,6 +205,14 @@ static void lora_bwd_pre(const struct ctx *c, enum tensor_role r, uint64_t w_in,
     const int lx = S_LX + (r - ROLE_Q), lA = S_LA + (r - ROLE_Q);
     const uint32_t gd = id_glob(t, G_GD), ge = id_glob(t, G_GE);
     const uint64_t n = c->tok, ew = c->sh->ew;
+    if (c->sh->amp) { /* bf16 throughout but for the fp32 copy of x and its gradient */
+        ta(t, ge, n * 2 * w_out);                             /* * scaling */
+        ta(t, gd, n * 2 * c->sh->lora_r), tf(t, ge), lf(c, lA); /* lora_B's input gradient */
+        ta(t, ge, n * 2 * w_in), tf(t, gd), lf(c, lx);         /* lora_A's */
+        ta(t, gd, n * 4 * w_in), tf(t, ge);                    /* autocast's cast, back */
+        ta(t, id_glob(t, G_LX), n * ew * w_in), tf(t, gd);     /* x.to(fp32), back */
+        return;
+    }
     ta(t, gd, n * 4 * w_out), ta(t, id_glob(t, G_LR), n * ew * w_out);
     ta(t, ge, n * 4 * w_out), tf(t, gd);                      /* * scaling */
     ta(t, gd, n * 4 * c->sh->lora_r), tf(t, ge), lf(c, lA);   /* lora_B's input gradient */
@@ -195,10 +226,16 @@ static void lora_bwd_post(const struct ctx *c, enum tensor_role r)
 {
     if (!adapted(c->sh, r))
         return;
-    tf(c->t, id_glob(c->t, G_LX)), tf(c->t, id_glob(c->t, G_LR));
+    tf(c->t, id_glob(c->t, G_LX));
+    if (!c->sh->amp)
+        tf(c->t, id_glob(c->t, G_LR));
 }
 
-static void block_fwd(const struct ctx *c, uint32_t in_id)
+/* How a layer's forward runs: plainly; checkpointed (its input stays for the recompute);
+ * or as that recompute, which stops at the last tensor the layer saves (down's). */
+enum fwd_mode { FWD_PLAIN, FWD_CKPT, FWD_RECOMPUTE };
+
+static void block_fwd(const struct ctx *c, uint32_t in_id, enum fwd_mode mode)
 {
     const struct stepreplay_shape *sh = c->sh;
     const uint64_t ew = sh->ew, h = sh->h, hq = sh->hq, hkv = sh->hkv, i = sh->inter;
@@ -207,6 +244,8 @@ static void block_fwd(const struct ctx *c, uint32_t in_id)
     linear_fwd(c, ROLE_V, S_V, h, hkv);
     if (!sh->full)
         lf(c, S_N1);
+    else
+        saved(c, S_N1);
     rope_fwd(c, S_Q, S_QE, hq);
     rope_fwd(c, S_K, S_KE, hkv);
     if (sh->kept) { /* DynamicLayer.update: torch.cat onto an empty tensor, a copy the cache
@@ -217,19 +256,38 @@ static void block_fwd(const struct ctx *c, uint32_t in_id)
     if (sh->kv_repeat) /* repeat_kv: expand + reshape, a copy SDPA saves */
         la(c, S_KR, ew * hq), la(c, S_VR, ew * hq);
     la(c, S_AO, ew * hq), la(c, S_LSE, 4 * sh->heads); /* SDPA output and logsumexp */
-    la(c, S_AOC, ew * hq); /* attn_output.transpose(1, 2).contiguous(), o_proj's input */
+    saved(c, S_LSE), saved(c, S_QE);
+    if (c->ckpt_fwd && sh->kv_repeat)
+        lf(c, S_KR), lf(c, S_VR);
+    if (c->ckpt_fwd && !sh->kept)
+        lf(c, S_KE), lf(c, S_V);
+    la(c, S_AOC, ew * hq), saved(c, S_AO); /* attn_output.transpose(1, 2).contiguous() */
     linear_fwd(c, ROLE_O, S_O, hq, h);
     if (!sh->full)
         lf(c, S_AOC);
-    la(c, S_H1, ew * h), lf(c, S_O), tf(c->t, in_id); /* residual add */
+    else
+        saved(c, S_AOC);
+    la(c, S_H1, ew * h), lf(c, S_O); /* residual add */
+    if (mode == FWD_PLAIN) /* the first norm saved its fp32 copy, not the input */
+        tf(c->t, in_id);
     norm_fwd(c, S_N2F, S_N2B, S_N2);
     linear_fwd(c, ROLE_GATE, S_G, h, i), la(c, S_ACT, ew * i); /* silu saves its input */
+    saved(c, S_G);
     linear_fwd(c, ROLE_UP, S_U, h, i), la(c, S_PR, ew * i);    /* the product saves both */
+    saved(c, S_ACT), saved(c, S_U);
     if (!sh->full)
         lf(c, S_N2);
+    else
+        saved(c, S_N2);
     linear_fwd(c, ROLE_DOWN, S_D, i, h);
     if (!sh->full)
         lf(c, S_PR);
+    else
+        saved(c, S_PR);
+    if (mode == FWD_RECOMPUTE) {
+        lf(c, S_D), lf(c, S_H1);
+        return;
+    }
     la(c, S_OUT, ew * h), lf(c, S_D), lf(c, S_H1);
 }
 
@@ -352,7 +410,7 @@ static void amp_norm_fwd(const struct ctx *c, int b, int n)
 {
     const uint64_t h = c->sh->h;
     la(c, S_TMP1, 4 * h), lf(c, S_TMP1);
-    la(c, b, 4 * h), la(c, n, 4 * h);
+    la(c, b, 4 * h), la(c, n, 4 * h), saved(c, b);
 }
 
 /* A Linear of role r: the weight's cached cast, the input's cast when it is fp32 (saved by
@@ -364,6 +422,8 @@ static void amp_linear_fwd(const struct ctx *c, const size_t *pi, enum tensor_ro
     if (fp32_in)
         la(c, S_CI + (r - ROLE_Q), 2 * w_in);
     la(c, out, 2 * w_out);
+    if (fp32_in)
+        saved(c, S_CI + (r - ROLE_Q));
 }
 
 /* A decoder layer's forward over the fp32 stream `in_id` (saved by the first norm until its
@@ -381,20 +441,26 @@ static void amp_block_fwd(const struct ctx *c, const size_t *pi, bool recompute)
     rope_fwd(c, S_K, S_KE, hkv);
     if (sh->kv_repeat)
         la(c, S_KR, 2 * hq), la(c, S_VR, 2 * hq);
-    la(c, S_AO, 2 * hq), la(c, S_LSE, 4 * sh->heads), la(c, S_AOC, 2 * hq);
+    la(c, S_AO, 2 * hq), la(c, S_LSE, 4 * sh->heads);
+    saved(c, S_LSE), saved(c, S_QE);
     if (sh->kv_repeat) /* SDPA saved the repeated copies */
-        lf(c, S_KE), lf(c, S_V);
+        lf(c, S_KE), lf(c, S_V), saved(c, S_KR), saved(c, S_VR);
+    else
+        saved(c, S_KE), saved(c, S_V);
+    la(c, S_AOC, 2 * hq), saved(c, S_AO);
     amp_linear_fwd(c, pi, ROLE_O, S_O, hq, h, false);
+    saved(c, S_AOC);
     lf(c, S_N1); /* the attention's argument, saved by nothing */
     la(c, S_H1, 4 * h), lf(c, S_O); /* residual + attention output: fp32 */
     amp_norm_fwd(c, S_N2B, S_N2);
-    amp_linear_fwd(c, pi, ROLE_GATE, S_G, h, i, true), la(c, S_ACT, 2 * i);
+    amp_linear_fwd(c, pi, ROLE_GATE, S_G, h, i, true), la(c, S_ACT, 2 * i), saved(c, S_G);
     amp_linear_fwd(c, pi, ROLE_UP, S_U, h, i, true), la(c, S_PR, 2 * i);
+    saved(c, S_ACT), saved(c, S_U);
     lf(c, S_N2);
     amp_cast(c, pi[ROLE_DOWN]);
     if (recompute)
         return;
-    la(c, S_D, 2 * h);
+    la(c, S_D, 2 * h), saved(c, S_PR);
     la(c, S_OUT, 4 * h), lf(c, S_D);
 }
 
@@ -500,14 +566,14 @@ static void head(struct tracer *t, const struct stepreplay_shape *sh, uint64_t t
     const uint32_t lg = sh->kept ? id_kept(t, gen, 2 * t->layers) : id_glob(t, G_LG);
     ta(t, lg, nv * ew), ta(t, id_glob(t, G_UP), nv * 4), ta(t, id_glob(t, G_LSM), nv * 4);
     tf(t, id_glob(t, G_UP));
+    if (!sh->kept) /* the model's outputs die with the loss: nothing saves the 16-bit logits */
+        tf(t, lg);
     if (have_prev)
         for (int32_t k = 0; k <= 2 * t->layers; k++)
             tf(t, id_kept(t, !gen, k));
     ta(t, id_glob(t, G_NLL), nv * 4), ta(t, id_glob(t, G_GLSM), nv * 4);
     tf(t, id_glob(t, G_LSM)), tf(t, id_glob(t, G_NLL));
     ta(t, id_glob(t, G_GLG), nv * ew), tf(t, id_glob(t, G_GLSM));
-    if (!sh->kept)
-        tf(t, lg);
     ta(t, id_glob(t, G_GA), tok * ew * h); /* lm_head's input gradient */
 }
 
@@ -524,6 +590,15 @@ static void zero_grad(struct tracer *t)
             tf(t, id_param(t, K_GRAD, i)), t->has_grad[i] = 0;
 }
 
+/* Frees what a checkpointed layer's forward does not keep: everything but its output (the
+ * next layer's input, which the next checkpoint's closure holds). */
+static void ckpt_drop(struct tracer *t, int32_t l)
+{
+    for (int s = 0; s < NSLOT; s++)
+        if (s != S_OUT && t->live[id_slot(t, l, s)])
+            tf(t, id_slot(t, l, s));
+}
+
 /* The blocks' forward and the head; the kept outputs take the cache's K and V. */
 static void forward(struct tracer *t, const struct stepreplay_shape *sh, uint64_t tok, int gen,
                     bool have_prev)
@@ -531,8 +606,10 @@ static void forward(struct tracer *t, const struct stepreplay_shape *sh, uint64_
     uint32_t x = id_glob(t, G_X0);
     ta(t, x, tok * sh->ew * sh->h);
     for (int32_t l = 0; l < sh->layers; l++) {
-        const struct ctx c = {t, sh, tok, l};
-        block_fwd(&c, x);
+        const struct ctx c = {t, sh, tok, l, sh->ckpt};
+        block_fwd(&c, x, sh->ckpt ? FWD_CKPT : FWD_PLAIN);
+        if (sh->ckpt)
+            ckpt_drop(t, l);
         x = id_slot(t, l, S_OUT);
         if (sh->kept) { /* the DynamicCache's K (after RoPE) and V of every block */
             tmove(t, id_kept(t, gen, 2 * l), id_slot(t, l, S_KC));
@@ -547,13 +624,18 @@ static void forward(struct tracer *t, const struct stepreplay_shape *sh, uint64_
 static void backward(struct tracer *t, const struct stepreplay_shape *sh, const struct roles *r,
                      uint64_t tok)
 {
-    const struct ctx c0 = {t, sh, tok, 0};
+    const struct ctx c0 = {t, sh, tok, 0, false};
     wgrad(&c0, r->head); /* lm_head's weight gradient (the embedding's when tied) */
     tf(t, id_glob(t, G_GLG));
     final_norm_bwd(t, sh, tok);
     for (int32_t l = sh->layers - 1; l >= 0; l--) {
-        const struct ctx c = {t, sh, tok, l};
+        const struct ctx c = {t, sh, tok, l, false};
+        const uint32_t in_id = l ? id_slot(t, l - 1, S_OUT) : id_glob(t, G_X0);
+        if (sh->ckpt)
+            block_fwd(&c, in_id, FWD_RECOMPUTE);
         block_bwd(&c, r->layer + (size_t)l * ROLE_COUNT);
+        if (sh->ckpt) /* the checkpoint's closure held the input until now */
+            tf(t, in_id);
     }
     tf(t, id_glob(t, G_GX));
     if (!sh->full)
@@ -593,7 +675,7 @@ static void optimizer_step(struct tracer *t, const struct stepreplay_shape *sh, 
 static void amp_head_fwd(struct tracer *t, const struct stepreplay_shape *sh, size_t head, uint64_t tok)
 {
     const uint64_t h = sh->h, nv = tok * sh->vocab;
-    const struct ctx c0 = {t, sh, tok, 0};
+    const struct ctx c0 = {t, sh, tok, 0, false};
     ta(t, id_glob(t, G_GA), tok * 4 * h), tf(t, id_glob(t, G_GA));
     ta(t, id_glob(t, G_FNB), tok * 4 * h), ta(t, id_glob(t, G_FN), tok * 4 * h);
     amp_cast(&c0, head);
@@ -608,7 +690,7 @@ static void amp_head_bwd(struct tracer *t, const struct stepreplay_shape *sh, si
                          uint64_t tok, uint32_t x_id)
 {
     const uint64_t nv = tok * sh->vocab;
-    const struct ctx c0 = {t, sh, tok, 0};
+    const struct ctx c0 = {t, sh, tok, 0, false};
     ta(t, id_glob(t, G_NLL), nv * 4), ta(t, id_glob(t, G_GLSM), nv * 4);
     tf(t, id_glob(t, G_LSM)), tf(t, id_glob(t, G_NLL));
     ta(t, id_glob(t, G_GLG), nv * 2), tf(t, id_glob(t, G_GLSM));
@@ -626,21 +708,12 @@ static uint32_t amp_layer_in(const struct tracer *t, int32_t l)
     return l ? id_slot(t, l - 1, S_OUT) : id_glob(t, G_X0);
 }
 
-/* Frees what a checkpointed layer's forward does not keep: everything but its output (the
- * next layer's input, which the next checkpoint's closure holds). */
-static void ckpt_drop(struct tracer *t, int32_t l)
-{
-    for (int s = 0; s < NSLOT; s++)
-        if (s != S_OUT && t->live[id_slot(t, l, s)])
-            tf(t, id_slot(t, l, s));
-}
-
 static void amp_step(struct tracer *t, const struct stepreplay_shape *sh, const struct roles *r,
                      uint64_t tok, bool *have_states)
 {
     ta(t, id_glob(t, G_X0), tok * 4 * sh->h);
     for (int32_t l = 0; l < sh->layers; l++) {
-        const struct ctx c = {t, sh, tok, l};
+        const struct ctx c = {t, sh, tok, l, sh->ckpt};
         amp_block_fwd(&c, r->layer + (size_t)l * ROLE_COUNT, false);
         if (sh->ckpt)
             ckpt_drop(t, l);
@@ -652,7 +725,7 @@ static void amp_step(struct tracer *t, const struct stepreplay_shape *sh, const 
                 tf(t, id_param(t, K_CAST, i));
     amp_head_bwd(t, sh, r->head, tok, amp_layer_in(t, sh->layers));
     for (int32_t l = sh->layers - 1; l >= 0; l--) {
-        const struct ctx c = {t, sh, tok, l};
+        const struct ctx c = {t, sh, tok, l, false};
         const size_t *pi = r->layer + (size_t)l * ROLE_COUNT;
         if (sh->ckpt)
             amp_block_fwd(&c, pi, true);
@@ -796,8 +869,7 @@ int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const int
                      size_t n, struct stepreplay_result *out)
 {
     memset(out, 0, sizeof *out);
-    if (batch < 1 || !n || !widths || sh->layers < 1 || (sh->amp && !sh->full) ||
-        (sh->ckpt && !sh->amp))
+    if (batch < 1 || !n || !widths || sh->layers < 1 || (sh->ckpt && sh->kept))
         return -1;
     for (size_t k = 0; k < n; k++)
         if (widths[k] < 1)
@@ -813,12 +885,15 @@ int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const int
         int gen = 0;
         for (size_t k = 0; k < n && !t.fail; k++) {
             const uint64_t tok = (uint64_t)batch * (uint64_t)widths[k];
-            if (sh->amp)
+            if (sh->amp && sh->full)
                 amp_step(&t, sh, &r, tok, &have_states);
             else
                 step(&t, sh, &r, tok, gen, k > 0 && sh->kept, &have_states), gen = !gen;
         }
         const allocsim_stats *st = allocsim_get_stats(&t.st);
+        const uint64_t kinds = !sh->full ? 1 : sh->opt == STEPREPLAY_PLAIN ? 2 : 4;
+        for (size_t i = 0; i < t.np; i++)
+            out->resident += allocsim_round_size(numel(sh, i) * wbytes(sh)) * kinds;
         out->reserved = st->peak_reserved;
         out->peak_allocated = st->peak_allocated;
         out->allocated = st->allocated;

@@ -46,9 +46,10 @@ struct stepreplay_shape {
     uint64_t ew;        /* bytes per element of activations (16-bit: 2), and of weights,
                            gradients and states without autocast */
     bool full;          /* every weight trained: gradients, optimizer states */
-    bool amp;           /* bf16 autocast over fp32 weights (full only): casts cached for the
-                           forward, an fp32 residual stream, fp32 gradients and states */
-    bool ckpt;          /* every decoder layer checkpointed, non-reentrant (amp only) */
+    bool amp;           /* bf16 autocast. full: over fp32 weights (casts cached for the
+                           forward, an fp32 residual stream, fp32 gradients and states);
+                           LoRA: the adapters run in bf16 on the 16-bit base's stream */
+    bool ckpt;          /* every decoder layer checkpointed, non-reentrant (not with kept) */
     enum stepreplay_opt opt; /* full only */
     bool expandable;    /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True */
     bool kv_repeat;     /* K and V repeated to the query heads before SDPA (GQA, padded) */
@@ -61,8 +62,8 @@ struct stepreplay_result {
     uint64_t reserved;  /* highest memory_reserved() after a step of the measured window;
                            stepreplay_steps: max_memory_reserved() over the run */
     uint64_t peak_allocated; /* stepreplay_steps: max_memory_allocated() over the run */
-    uint64_t resident;  /* bytes (rounded) the replay keeps between steps: weights, and when
-                           full gradients and AdamW states */
+    uint64_t resident;  /* bytes (rounded) the replay keeps at the optimizer step: weights,
+                           and when full gradients and the optimizer's states */
     uint64_t allocated; /* memory_allocated() after the last step: resident + kept outputs */
 };
 

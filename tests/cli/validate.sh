@@ -95,9 +95,10 @@ grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6
 # terms); these bounds keep it so. Their reserved peaks too, median at most 4 % (3.8 % and
 # 3.4 %): since stop 29 a variable-length row's own step widths are replayed (column
 # `widths`), not the 1000-step run the model stands for. Since stop 30 whole steps of full
-# fine-tuning under autocast are replayed through the allocator model (stepreplay.c): the
-# reserved peaks the phases could not see (foreach temporaries after checkpointing,
-# smoke-00's embedding-sized temporaries) are each within 3 % (they were -10.6 .. -18.5 %).
+# fine-tuning and LoRA on one GPU are replayed through the allocator model (stepreplay.c):
+# the reserved peaks the phases could not see (foreach temporaries after checkpointing,
+# smoke-00's embedding-sized temporaries, a variable run's steps) are each within 3 % (they
+# were -18.5 .. +13.2 %).
 for own in h100-20261127:27 h200-20261127:30; do
   name=${own%:*}
   "$BIN" validate --measured "$PROJECT/datasets/measured/$name.csv" --out "$TMP/$name.csv" \
@@ -106,7 +107,8 @@ for own in h100-20261127:27 h200-20261127:30; do
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 ids = {i + 2: r["id"] for i, r in enumerate(csv.DictReader(open(sys.argv[4])))}
-replayed = {"smoke-00", "gpu-25min-00", "gpu-25min-01", "gpu-25min-26", "gpu-25min-27"}
+replayed = {"smoke-00", "gpu-25min-00", "gpu-25min-01", "gpu-25min-17", "gpu-25min-18",
+            "gpu-25min-23", "gpu-25min-26", "gpu-25min-27", "gpu-25min-28", "gpu-25min-49"}
 off = [(ids[int(r["line"])], r["error_pct"]) for r in rows if r["metric"] == "reserved"
        and ids[int(r["line"])] in replayed and abs(float(r["error_pct"])) > 3.0]
 if off:
