@@ -193,6 +193,28 @@ static void test_lora_steps(void **state)
     plan_free(&p);
 }
 
+/* Eager attention saves each layer's fp32 softmax and its bf16 cast, 6 B x 4 heads x 256
+ * keys a token (6144), where SDPA saves its output and logsumexp (2 x 64 + 4 x 4 = 144):
+ * at 4 x 256 tokens over both layers, still alive at the loss, the peak rises by at least
+ * 2 x 1024 x (6144 - 144) B. */
+static void test_eager_scores(void **state)
+{
+    (void)state;
+    struct model_plan p;
+    assert_int_equal(tiny_model_plan(&p), 0);
+    const int32_t w[2] = {256, 256};
+    struct stepreplay_result sdpa, eager;
+    struct stepreplay_shape sh = amp_shape(&p, STEPREPLAY_FUSED, false);
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &sdpa), 0);
+    sh.eager = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &eager), 0);
+    assert_true(eager.peak_allocated >= sdpa.peak_allocated + UINT64_C(2) * 1024 * (6144 - 144));
+    assert_int_equal(eager.allocated, sdpa.allocated);
+    sh.kept = true; /* the outputs-kept loop runs SDPA only */
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &eager), -1);
+    plan_free(&p);
+}
+
 /* Out of range: no steps, a zero width, a zero micro-batch, checkpointing with the kept
  * outputs (HF turns the cache off under checkpointing; the op list has no such loop). */
 static void test_steps_arguments(void **state)
@@ -224,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_amp_resident),
         cmocka_unit_test(test_amp_loss_peak),
         cmocka_unit_test(test_lora_steps),
+        cmocka_unit_test(test_eager_scores),
         cmocka_unit_test(test_steps_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -709,7 +709,7 @@ static void replay_setup(const struct model_plan *p, const struct train_config *
     const struct model_spec *m = &p->spec;
     if (c->gpus != 1 || c->stack != STACK_HF || c->ckpt_selective ||
         model_is_moe(m) || m->mlp != MLP_GATED || m->norm != NORM_RMSNORM || m->fused_qkv ||
-        m->kv_lora_rank || act_eager_attn(m, c) || (c->features & FEAT_FLASH_ATTN))
+        m->kv_lora_rank || m->attn_softcap || (c->features & FEAT_FLASH_ATTN))
         return;
     if (!(c->features & FEAT_EMPTY_CACHE)) {
         /* full fine-tuning (under autocast over fp32 weights, or bf16-pure), or LoRA with
@@ -727,7 +727,7 @@ static void replay_setup(const struct model_plan *p, const struct train_config *
                            c->optimizer != OPT_ADAMW8BIT;
         return;
     }
-    if (mp->ckpt)
+    if (mp->ckpt || act_eager_attn(m, c))
         return;
     const bool full_pure = c->finetune == FT_FULL && c->precision == PREC_BF16_PURE;
     const bool lora16 = c->finetune == FT_LORA && c->quant == QUANT_NONE &&

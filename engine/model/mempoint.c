@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "activations.h"
 #include "losspath.h"
 #include "stepreplay.h"
 #include "units.h"
@@ -62,7 +63,10 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
         .heads = (uint64_t)m->heads, .layers = (int32_t)m->layers, .ew = 2, .full = full,
         .amp = c->precision == PREC_BF16, .ckpt = c->grad_ckpt,
         .expandable = c->alloc == ALLOC_EXPANDABLE,
-        .kv_repeat = mp->kv_rep_tok && (!mp->kv_rep_padded || c->micro_batch > 1),
+        .eager = act_eager_attn(m, c),
+        /* eager attention repeats K and V whenever there are fewer KV heads */
+        .kv_repeat = act_eager_attn(m, c) ? m->kv_heads < m->heads
+                                          : mp->kv_rep_tok && (!mp->kv_rep_padded || c->micro_batch > 1),
         .lora_r = full ? 0 : (uint64_t)c->lora_r, .lora_targets = full ? 0 : plan_lora_targets(p, c),
         .opt = c->optimizer == OPT_SGD ? STEPREPLAY_PLAIN
                : (c->features & FEAT_FUSED_OPT) ? STEPREPLAY_FUSED : STEPREPLAY_FOREACH,

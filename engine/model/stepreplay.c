@@ -41,7 +41,8 @@
 
 /* A block's saved and transient tensors (slots per layer). */
 enum {
-    S_N1F, S_N1B, S_N1, S_Q, S_K, S_V, S_QE, S_KE, S_KC, S_VC, S_KR, S_VR, S_AO, S_LSE, S_AOC, S_O, S_H1,
+    S_N1F, S_N1B, S_N1, S_Q, S_K, S_V, S_QE, S_KE, S_KC, S_VC, S_KR, S_VR, S_AO, S_LSE, S_P32, S_P16,
+    S_AOC, S_O, S_H1,
     S_N2F, S_N2B, S_N2, S_G, S_ACT, S_U, S_PR, S_D, S_OUT, S_TMP1, S_TMP2, S_TMP3, S_TMP4,
     S_LX,               /* an adapter's fp32 input copy, per adapted role (ROLE_Q..ROLE_DOWN) */
     S_LA = S_LX + 7,    /* its fp32 r-wide lora_A output */
@@ -51,7 +52,7 @@ enum {
 /* Global tensors: final norm, loss path, gradient flow, kept outputs (two generations). */
 enum {
     G_X0, G_FNF, G_FNB, G_FN, G_LG, G_UP, G_LSM, G_NLL, G_GLSM, G_GLG, G_GX, G_GA, G_GB,
-    G_GC, G_GD, G_GE, G_GF, G_LR, G_LX, G_EMB, G_W16, G_W32, G_C1, G_C2, G_HC, NGLOB
+    G_GC, G_GD, G_GE, G_GF, G_LR, G_LX, G_EMB, G_W16, G_W32, G_C1, G_C2, G_HC, G_S1, G_S2, G_MASK, NGLOB
 };
 
 struct tracer {
@@ -61,6 +62,7 @@ struct tracer {
     uint8_t *has_grad;     /* per parameter: .grad exists */
     uint8_t *live;         /* per id: allocated now */
     uint32_t n_ids, np;    /* ids, parameters */
+    uint64_t seq;          /* the step's padded width (eager attention's scores) */
     int32_t layers;
     int fail;
 };
@@ -231,6 +233,66 @@ static void lora_bwd_post(const struct ctx *c, enum tensor_role r)
         tf(c->t, id_glob(c->t, G_LR));
 }
 
+/* The attention between RoPE and o_proj's input, from QE, KE and V: repeat_kv's copies
+ * (which the attention saves; the unrepeated K and V die with the attention's call), then
+ * SDPA (its output and fp32 logsumexp saved), or eager attention
+ * (transformers eager_attention_forward @00227283: q @ k^T, * scaling, + the causal mask,
+ * softmax(dtype=float32) saved, .to(q.dtype) saved by @ v; dropout 0 returns its input,
+ * aten/src/ATen/native/Dropout.cpp _dropout_impl), and the transposed contiguous copy. */
+static void attn_core_fwd(const struct ctx *c)
+{
+    const struct stepreplay_shape *sh = c->sh;
+    const uint64_t ew = sh->ew, hq = sh->hq, hs = sh->heads * c->t->seq;
+    const int k = sh->kv_repeat ? S_KR : S_KE, v = sh->kv_repeat ? S_VR : S_V;
+    if (sh->kv_repeat) {
+        la(c, S_KR, ew * hq), la(c, S_VR, ew * hq);
+        if (!sh->kept) /* kept: the cache's copies replaced them already */
+            lf(c, S_KE), lf(c, S_V);
+    }
+    if (sh->eager) {
+        la(c, S_TMP1, ew * hs), la(c, S_TMP2, ew * hs), lf(c, S_TMP1);
+        la(c, S_TMP1, ew * hs), lf(c, S_TMP2);
+        la(c, S_P32, 4 * hs), lf(c, S_TMP1);
+        la(c, S_P16, ew * hs), saved(c, S_P32);
+        la(c, S_AO, ew * hq), saved(c, S_P16);
+    } else {
+        la(c, S_AO, ew * hq), la(c, S_LSE, 4 * sh->heads), saved(c, S_LSE);
+    }
+    saved(c, S_QE), saved(c, k), saved(c, v);
+    la(c, S_AOC, ew * hq); /* attn_output.transpose(1, 2).contiguous() */
+    if (sh->eager)         /* @ v's output: nothing saves it */
+        lf(c, S_AO);
+    else
+        saved(c, S_AO);
+}
+
+/* Its backward, from the gradient of the attention's output in G_GB (freed): q's gradient
+ * in G_GA, k's in G_GC and v's in G_GF (repeated widths), the saved tensors released. */
+static void attn_core_bwd(const struct ctx *c)
+{
+    struct tracer *t = c->t;
+    const struct stepreplay_shape *sh = c->sh;
+    const uint64_t n = c->tok, ew = sh->ew, hq = sh->hq, hs = sh->heads * t->seq;
+    const uint64_t kvw = sh->kv_repeat ? hq : sh->hkv;
+    const int k = sh->kv_repeat ? S_KR : S_KE, v = sh->kv_repeat ? S_VR : S_V;
+    const uint32_t ga = id_glob(t, G_GA), gb = id_glob(t, G_GB), gc = id_glob(t, G_GC);
+    const uint32_t s1 = id_glob(t, G_S1), s2 = id_glob(t, G_S2), gf = id_glob(t, G_GF);
+    if (sh->eager) {
+        ta(t, s1, n * ew * hs), ta(t, gf, n * ew * kvw), tf(t, gb), lf(c, S_P16); /* @ v */
+        ta(t, s2, n * 4 * hs), tf(t, s1);               /* .to(q.dtype) */
+        ta(t, s1, n * 4 * hs), tf(t, s2), lf(c, S_P32); /* softmax */
+        ta(t, s2, n * ew * hs), tf(t, s1);              /* its upcast */
+        ta(t, s1, n * ew * hs), tf(t, s2);              /* * scaling */
+        ta(t, ga, n * ew * hq), ta(t, gc, n * ew * kvw), tf(t, s1);             /* q @ k^T */
+    } else {
+        ta(t, ga, n * ew * hq), ta(t, gc, n * ew * kvw), ta(t, gf, n * ew * kvw), tf(t, gb);
+        lf(c, S_AO), lf(c, S_LSE);
+    }
+    lf(c, S_QE);
+    if (sh->kv_repeat || !sh->kept) /* kept: the cache holds what SDPA saved */
+        lf(c, k), lf(c, v);
+}
+
 /* How a layer's forward runs: plainly; checkpointed (its input stays for the recompute);
  * or as that recompute, which stops at the last tensor the layer saves (down's). */
 enum fwd_mode { FWD_PLAIN, FWD_CKPT, FWD_RECOMPUTE };
@@ -253,15 +315,7 @@ static void block_fwd(const struct ctx *c, uint32_t in_id, enum fwd_mode mode)
         la(c, S_KC, ew * hkv), lf(c, S_KE);
         la(c, S_VC, ew * hkv), lf(c, S_V);
     }
-    if (sh->kv_repeat) /* repeat_kv: expand + reshape, a copy SDPA saves */
-        la(c, S_KR, ew * hq), la(c, S_VR, ew * hq);
-    la(c, S_AO, ew * hq), la(c, S_LSE, 4 * sh->heads); /* SDPA output and logsumexp */
-    saved(c, S_LSE), saved(c, S_QE);
-    if (c->ckpt_fwd && sh->kv_repeat)
-        lf(c, S_KR), lf(c, S_VR);
-    if (c->ckpt_fwd && !sh->kept)
-        lf(c, S_KE), lf(c, S_V);
-    la(c, S_AOC, ew * hq), saved(c, S_AO); /* attn_output.transpose(1, 2).contiguous() */
+    attn_core_fwd(c);
     linear_fwd(c, ROLE_O, S_O, hq, h);
     if (!sh->full)
         lf(c, S_AOC);
@@ -352,20 +406,13 @@ static void attn_bwd(const struct ctx *c, const size_t *pi)
     struct tracer *t = c->t;
     const struct stepreplay_shape *sh = c->sh;
     const uint64_t ew = sh->ew, h = sh->h, hq = sh->hq, hkv = sh->hkv;
-    const uint64_t kvw = sh->kv_repeat ? hq : hkv;
     const uint32_t ga = id_glob(t, G_GA), gb = id_glob(t, G_GB), gc = id_glob(t, G_GC);
     lora_bwd_pre(c, ROLE_O, hq, h);
     ta(t, ga, c->tok * ew * hq), wgrad(c, pi[ROLE_O]), lora_bwd_post(c, ROLE_O);
     if (sh->full)
         lf(c, S_AOC);
     ta(t, gb, c->tok * ew * hq), tf(t, ga);
-    ta(t, ga, c->tok * ew * hq), ta(t, gc, c->tok * ew * kvw), ta(t, id_glob(t, G_GF), c->tok * ew * kvw);
-    tf(t, gb), lf(c, S_AO), lf(c, S_LSE), lf(c, S_QE);
-    if (sh->kv_repeat)
-        lf(c, S_KR), lf(c, S_VR);
-    if (!sh->kept) /* SDPA saved them (not repeated) or nothing else holds them; kept,
-                      the cache holds its copies until the next step's forward returns */
-        lf(c, S_KE), lf(c, S_V);
+    attn_core_bwd(c);
     ta(t, gb, c->tok * ew * hq), tf(t, ga); /* RoPE backward of q */
     lora_bwd_pre(c, ROLE_Q, h, hq);
     ta(t, ga, c->tok * ew * h), wgrad(c, pi[ROLE_Q]), lora_bwd_post(c, ROLE_Q), tf(t, gb);
@@ -439,15 +486,7 @@ static void amp_block_fwd(const struct ctx *c, const size_t *pi, bool recompute)
     amp_linear_fwd(c, pi, ROLE_V, S_V, h, hkv, true);
     rope_fwd(c, S_Q, S_QE, hq);
     rope_fwd(c, S_K, S_KE, hkv);
-    if (sh->kv_repeat)
-        la(c, S_KR, 2 * hq), la(c, S_VR, 2 * hq);
-    la(c, S_AO, 2 * hq), la(c, S_LSE, 4 * sh->heads);
-    saved(c, S_LSE), saved(c, S_QE);
-    if (sh->kv_repeat) /* SDPA saved the repeated copies */
-        lf(c, S_KE), lf(c, S_V), saved(c, S_KR), saved(c, S_VR);
-    else
-        saved(c, S_KE), saved(c, S_V);
-    la(c, S_AOC, 2 * hq), saved(c, S_AO);
+    attn_core_fwd(c);
     amp_linear_fwd(c, pi, ROLE_O, S_O, hq, h, false);
     saved(c, S_AOC);
     lf(c, S_N1); /* the attention's argument, saved by nothing */
@@ -516,7 +555,6 @@ static void amp_block_bwd(const struct ctx *c, const size_t *pi, uint32_t in_id)
     struct tracer *t = c->t;
     const struct stepreplay_shape *sh = c->sh;
     const uint64_t n = c->tok, h = sh->h, hq = sh->hq, hkv = sh->hkv, i = sh->inter;
-    const uint64_t kvw = sh->kv_repeat ? hq : hkv;
     const uint32_t ga = id_glob(t, G_GA), gb = id_glob(t, G_GB), gc = id_glob(t, G_GC);
     const uint32_t c1 = id_glob(t, G_C1), c2 = id_glob(t, G_C2), gd = id_glob(t, G_GD);
     /* MLP: down's output gradient cast to bf16 */
@@ -533,12 +571,7 @@ static void amp_block_bwd(const struct ctx *c, const size_t *pi, uint32_t in_id)
     ta(t, c1, n * 2 * h);
     amp_linear_bwd(c, pi, ROLE_O, c1, ga, hq, S_AOC);
     ta(t, gb, n * 2 * hq), tf(t, ga); /* the transpose's contiguous gradient */
-    ta(t, ga, n * 2 * hq), ta(t, gc, n * 2 * kvw), ta(t, id_glob(t, G_GF), n * 2 * kvw);
-    tf(t, gb), lf(c, S_AO), lf(c, S_LSE), lf(c, S_QE);
-    if (sh->kv_repeat)
-        lf(c, S_KR), lf(c, S_VR);
-    else
-        lf(c, S_KE), lf(c, S_V);
+    attn_core_bwd(c);
     ta(t, gb, n * 2 * hq), tf(t, ga); /* RoPE backward of q */
     amp_linear_bwd(c, pi, ROLE_Q, gb, ga, h, S_CI + (ROLE_Q - ROLE_Q));
     amp_up(c, ga, c2);
@@ -605,6 +638,8 @@ static void forward(struct tracer *t, const struct stepreplay_shape *sh, uint64_
 {
     uint32_t x = id_glob(t, G_X0);
     ta(t, x, tok * sh->ew * sh->h);
+    if (sh->eager) /* masking_utils' additive (b, 1, s, s) mask, one for every layer */
+        ta(t, id_glob(t, G_MASK), tok * sh->ew * t->seq);
     for (int32_t l = 0; l < sh->layers; l++) {
         const struct ctx c = {t, sh, tok, l, sh->ckpt};
         block_fwd(&c, x, sh->ckpt ? FWD_CKPT : FWD_PLAIN);
@@ -617,6 +652,8 @@ static void forward(struct tracer *t, const struct stepreplay_shape *sh, uint64_
         }
     }
     head(t, sh, tok, gen, have_prev, x);
+    if (sh->eager && !sh->ckpt) /* ckpt: each layer's closure holds it until its backward */
+        tf(t, id_glob(t, G_MASK));
 }
 
 /* From the lm_head's backward to the embedding's; the remaining parameters' gradients
@@ -638,6 +675,8 @@ static void backward(struct tracer *t, const struct stepreplay_shape *sh, const 
             tf(t, in_id);
     }
     tf(t, id_glob(t, G_GX));
+    if (sh->eager && sh->ckpt)
+        tf(t, id_glob(t, G_MASK));
     if (!sh->full)
         return;
     if (r->embed == r->head) { /* tied: embedding_dense_backward's new gradient, added in */
@@ -712,6 +751,8 @@ static void amp_step(struct tracer *t, const struct stepreplay_shape *sh, const 
                      uint64_t tok, bool *have_states)
 {
     ta(t, id_glob(t, G_X0), tok * 4 * sh->h);
+    if (sh->eager) /* masking_utils' additive (b, 1, s, s) mask in bf16 */
+        ta(t, id_glob(t, G_MASK), tok * 2 * t->seq);
     for (int32_t l = 0; l < sh->layers; l++) {
         const struct ctx c = {t, sh, tok, l, sh->ckpt};
         amp_block_fwd(&c, r->layer + (size_t)l * ROLE_COUNT, false);
@@ -719,6 +760,8 @@ static void amp_step(struct tracer *t, const struct stepreplay_shape *sh, const 
             ckpt_drop(t, l);
     }
     amp_head_fwd(t, sh, r->head, tok);
+    if (sh->eager && !sh->ckpt)
+        tf(t, id_glob(t, G_MASK));
     if (sh->ckpt) /* the outermost autocast exits: cached casts nothing saved die */
         for (size_t i = 0; i < t->np; i++)
             if (i != r->head && t->live[id_param(t, K_CAST, i)])
@@ -735,6 +778,8 @@ static void amp_step(struct tracer *t, const struct stepreplay_shape *sh, const 
     if (t->has_grad[r->embed])
         ta(t, id_glob(t, G_W32), numel(sh, r->embed) * 4), tf(t, id_glob(t, G_W32));
     tf(t, id_glob(t, G_GX));
+    if (sh->eager && sh->ckpt)
+        tf(t, id_glob(t, G_MASK));
     for (size_t i = 0; i < t->np; i++)
         if (!t->has_grad[i])
             ta(t, id_param(t, K_GRAD, i), numel(sh, i) * 4), t->has_grad[i] = 1;
@@ -805,6 +850,7 @@ static void replay(struct tracer *t, const struct stepreplay_shape *sh, const st
     for (int w = 0; w < windows && !t->fail; w++) {
         for (int32_t j = 0; j < window && !t->fail; j++) {
             const int32_t len = j > 0 ? stepreplay_batch_len(cap, batch, BUCKET_BATCHES, j) : cap;
+            t->seq = (uint64_t)len;
             step(t, sh, r, (uint64_t)batch * (uint64_t)len, gen, have_prev, &have_states);
             have_prev = sh->kept;
             gen = !gen;
@@ -852,7 +898,7 @@ int stepreplay_run(const struct stepreplay_shape *sh, int32_t batch, int32_t cap
                    struct stepreplay_result *out)
 {
     memset(out, 0, sizeof *out);
-    if (batch < 1 || cap < 1 || window < 1 || sh->layers < 1 || sh->amp || sh->ckpt)
+    if (batch < 1 || cap < 1 || window < 1 || sh->layers < 1 || sh->amp || sh->ckpt || sh->eager)
         return -1;
     struct tracer t;
     struct roles r;
@@ -869,7 +915,7 @@ int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const int
                      size_t n, struct stepreplay_result *out)
 {
     memset(out, 0, sizeof *out);
-    if (batch < 1 || !n || !widths || sh->layers < 1 || (sh->ckpt && sh->kept))
+    if (batch < 1 || !n || !widths || sh->layers < 1 || ((sh->ckpt || sh->eager) && sh->kept))
         return -1;
     for (size_t k = 0; k < n; k++)
         if (widths[k] < 1)
@@ -885,6 +931,7 @@ int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const int
         int gen = 0;
         for (size_t k = 0; k < n && !t.fail; k++) {
             const uint64_t tok = (uint64_t)batch * (uint64_t)widths[k];
+            t.seq = (uint64_t)widths[k];
             if (sh->amp && sh->full)
                 amp_step(&t, sh, &r, tok, &have_states);
             else

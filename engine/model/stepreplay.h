@@ -50,6 +50,8 @@ struct stepreplay_shape {
                            forward, an fp32 residual stream, fp32 gradients and states);
                            LoRA: the adapters run in bf16 on the 16-bit base's stream */
     bool ckpt;          /* every decoder layer checkpointed, non-reentrant (not with kept) */
+    bool eager;         /* eager attention (scores materialised) instead of SDPA (not with
+                           kept); kv_repeat must then say whether kv_heads < heads */
     enum stepreplay_opt opt; /* full only */
     bool expandable;    /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True */
     bool kv_repeat;     /* K and V repeated to the query heads before SDPA (GQA, padded) */
