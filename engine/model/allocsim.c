@@ -73,12 +73,47 @@ static int32_t slot_take(allocsim_state *st)
     memset(&st->blocks[i], 0, sizeof st->blocks[i]);
     st->blocks[i].used = 1;
     st->blocks[i].prev = st->blocks[i].next = NONE;
+    st->blocks[i].pprev = st->blocks[i].pnext = NONE;
     return i;
+}
+
+/* ---- the pools' lists: each pool's cached blocks (used, free, mapped), in no order, so
+ * that a lookup scans the cache rather than every slot; pool_sync after any change of a
+ * block's used, allocated or mapped flag keeps them exact ---- */
+
+static uint8_t pool_of(const allocsim_block *b)
+{
+    return b->used && !b->allocated && b->mapped ? (uint8_t)(1 + b->small) : 0;
+}
+
+static void pool_sync(allocsim_state *st, int32_t i)
+{
+    allocsim_block *b = &st->blocks[i];
+    const uint8_t want = pool_of(b);
+    if (want == b->pool)
+        return;
+    if (b->pool) {
+        if (b->pprev != NONE)
+            st->blocks[b->pprev].pnext = b->pnext;
+        else
+            st->pool_head[b->pool] = b->pnext;
+        if (b->pnext != NONE)
+            st->blocks[b->pnext].pprev = b->pprev;
+    }
+    b->pprev = b->pnext = NONE;
+    if (want) {
+        b->pnext = st->pool_head[want];
+        if (b->pnext != NONE)
+            st->blocks[b->pnext].pprev = i;
+        st->pool_head[want] = i;
+    }
+    b->pool = want;
 }
 
 static void slot_give(allocsim_state *st, int32_t i)
 {
     st->blocks[i].used = 0;
+    pool_sync(st, i);
     st->blocks[i].next = st->free_head;
     st->free_head = i;
     st->n_free++;
@@ -102,12 +137,12 @@ static int32_t pool_lower_bound(const allocsim_state *st, bool small, uint64_t s
                                 uint64_t addr)
 {
     int32_t best = NONE;
-    for (uint32_t i = 0; i < st->hi; i++) {
+    for (int32_t i = st->pool_head[1 + small]; i != NONE; i = st->blocks[i].pnext) {
         const allocsim_block *b = &st->blocks[i];
-        if (!in_pool(st, (int32_t)i, small) || key_less(b, size, addr))
+        if (key_less(b, size, addr))
             continue;
         if (best == NONE || key_less(b, st->blocks[best].size, st->blocks[best].addr))
-            best = (int32_t)i;
+            best = i;
     }
     return best;
 }
@@ -123,12 +158,12 @@ static int32_t pool_next(const allocsim_state *st, int32_t i)
 static int32_t pool_prev(const allocsim_state *st, bool small, uint64_t size, uint64_t addr)
 {
     int32_t best = NONE;
-    for (uint32_t i = 0; i < st->hi; i++) {
+    for (int32_t i = st->pool_head[1 + small]; i != NONE; i = st->blocks[i].pnext) {
         const allocsim_block *b = &st->blocks[i];
-        if (!in_pool(st, (int32_t)i, small) || !key_less(b, size, addr))
+        if (!key_less(b, size, addr))
             continue;
         if (best == NONE || !key_less(b, st->blocks[best].size, st->blocks[best].addr))
-            best = (int32_t)i;
+            best = i;
     }
     return best;
 }
@@ -231,6 +266,7 @@ static int32_t split_back(allocsim_state *st, int32_t i, uint64_t size)
         st->blocks[r->next].prev = n;
     b->next = n;
     b->size = size;
+    pool_sync(st, n);
     return n;
 }
 
@@ -256,6 +292,7 @@ static allocsim_status malloc_segment(allocsim_state *st, bool small, uint64_t a
     b->size = alloc_size;
     b->small = small;
     b->mapped = 1;
+    pool_sync(st, n);
     st->next_addr += alloc_size;
     st->stats.segments++;
     add_reserved(st, alloc_size);
@@ -352,6 +389,7 @@ static allocsim_status map_block(allocsim_state *st, int32_t i, uint64_t size)
         (void)split_back(st, i, bytes); /* the rest stays unmapped */
     }
     st->blocks[i].mapped = 1;
+    pool_sync(st, i);
     try_merge(st, i, st->blocks[i].prev);
     try_merge(st, i, st->blocks[i].next);
     add_reserved(st, bytes);
@@ -415,6 +453,7 @@ static int32_t unmap_block(allocsim_state *st, int32_t i, allocsim_status *err)
     if (stop < end)
         (void)split_back(st, i, stop - begin); /* after_free */
     st->blocks[i].mapped = 0;
+    pool_sync(st, i);
     try_merge(st, i, st->blocks[i].prev);
     try_merge(st, i, st->blocks[i].next);
     st->stats.reserved -= stop - begin;
@@ -530,6 +569,7 @@ allocsim_status allocsim_init(allocsim_state *st, const allocsim_config *cfg,
     st->cap = (uint32_t)n_blocks;
     st->n_free = (uint32_t)n_blocks;
     st->free_head = NONE;
+    st->pool_head[0] = st->pool_head[1] = st->pool_head[2] = NONE;
     st->next_addr = ALLOCSIM_LARGE_BUFFER; /* any page-aligned start */
     return ALLOCSIM_OK;
 }
@@ -583,6 +623,7 @@ allocsim_status allocsim_alloc(allocsim_state *st, uint64_t bytes, uint32_t *han
         (void)split_back(st, b, size); /* the remainder stays cached */
     }
     st->blocks[b].allocated = 1;
+    pool_sync(st, b);
     add_allocated(st, st->blocks[b].size);
     *handle = (uint32_t)b;
     return ALLOCSIM_OK;
@@ -604,6 +645,7 @@ allocsim_status allocsim_free(allocsim_state *st, uint32_t handle)
         return ALLOCSIM_INVALID;
     int32_t i = (int32_t)handle;
     st->blocks[i].allocated = 0;
+    pool_sync(st, i);
     st->stats.allocated -= st->blocks[i].size;
     try_merge(st, i, st->blocks[i].prev);
     try_merge(st, i, st->blocks[i].next);
@@ -648,6 +690,8 @@ static bool check_block(const allocsim_state *st, uint32_t i, uint64_t *alloc,
     if (b->prev != NONE &&
         ((uint32_t)b->prev >= st->hi || st->blocks[b->prev].next != (int32_t)i))
         return false;
+    if (b->pool != pool_of(b))
+        return false;
     if (b->allocated)
         *alloc += b->size;
     if (b->mapped)
@@ -655,17 +699,33 @@ static bool check_block(const allocsim_state *st, uint32_t i, uint64_t *alloc,
     return true;
 }
 
+/* Each pool list holds exactly the blocks that say they are on it, linked both ways. */
+static bool check_pools(const allocsim_state *st, uint32_t listed)
+{
+    uint32_t n = 0;
+    for (uint8_t p = 1; p <= 2; p++)
+        for (int32_t i = st->pool_head[p], prev = NONE; i != NONE; prev = i, i = st->blocks[i].pnext) {
+            if ((uint32_t)i >= st->hi || st->blocks[i].pool != p || st->blocks[i].pprev != prev ||
+                ++n > listed)
+                return false;
+        }
+    return n == listed;
+}
+
 allocsim_status allocsim_check(const allocsim_state *st)
 {
     uint64_t alloc = 0, mapped = 0;
-    uint32_t used = 0;
+    uint32_t used = 0, listed = 0;
     for (uint32_t i = 0; i < st->hi; i++) {
         if (!st->blocks[i].used)
             continue;
         used++;
+        listed += st->blocks[i].pool != 0;
         if (!check_block(st, i, &alloc, &mapped))
             return ALLOCSIM_INVALID;
     }
+    if (!check_pools(st, listed))
+        return ALLOCSIM_INVALID;
     const allocsim_stats *s = &st->stats;
     bool ok = used + st->n_free == st->cap && alloc == s->allocated &&
               mapped == s->reserved && s->allocated <= s->reserved &&

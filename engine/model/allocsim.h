@@ -59,7 +59,9 @@ typedef struct {
 typedef struct {
     uint64_t addr, size;
     int32_t prev, next; /* neighbours in the same segment, or the free-slot chain; -1 none */
+    int32_t pprev, pnext; /* neighbours in its pool's list of cached blocks; -1 none */
     uint8_t used, allocated, mapped, small, expandable;
+    uint8_t pool;       /* the pool list it is on: 0 none, 1 large, 2 small */
 } allocsim_block;
 
 typedef struct {
@@ -78,6 +80,7 @@ typedef struct {
     uint32_t hi;        /* slots ever used: scans stop here */
     uint32_t n_free;    /* unused slots */
     int32_t free_head;  /* chain of unused slots below hi */
+    int32_t pool_head[3]; /* each pool's cached blocks, unordered ([1] large, [2] small) */
     uint64_t next_addr; /* where the next segment's address range starts */
     allocsim_stats stats;
 } allocsim_state;
