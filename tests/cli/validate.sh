@@ -98,7 +98,8 @@ grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6
 # fine-tuning and LoRA on one GPU are replayed through the allocator model (stepreplay.c):
 # the reserved peaks the phases could not see (foreach temporaries after checkpointing,
 # smoke-00's embedding-sized temporaries, a variable run's steps) are each within 3 % (they
-# were -18.5 .. +13.2 %).
+# were -18.5 .. +13.2 %); the files' reserved medians went 3.8 -> 0.4 % and 3.4 -> 1.0 %, so
+# the bound on them is 1.5 % now (it was 4 %).
 for own in h100-20261127:27 h200-20261127:30; do
   name=${own%:*}
   "$BIN" validate --measured "$PROJECT/datasets/measured/$name.csv" --out "$TMP/$name.csv" \
@@ -120,7 +121,7 @@ e, res = errors("allocated"), errors("reserved")
 print(f"{sys.argv[2]} allocated: {len(e)} rows, median {statistics.median(e):.2f} %, max {max(e):.2f} %;"
       f" reserved: median {statistics.median(res):.2f} %")
 sys.exit(0 if len(e) == int(sys.argv[3]) and statistics.median(e) <= 0.5 and max(e) <= 3.0
-         and statistics.median(res) <= 4.0 else 1)
+         and statistics.median(res) <= 1.5 else 1)
 PY
 done
 finish
