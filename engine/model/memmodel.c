@@ -699,15 +699,17 @@ bool memmodel_uses_llmem(enum stack stack, const struct mem_options *opt)
     return opt->paper || stack == STACK_COLOSSAL;
 }
 
-/* Which configurations the step replay covers (stepreplay.c's op list): a dense HF
- * Llama-style decoder (gated MLP, RMSNorm, RoPE, untied or tied head) on one GPU, without
- * checkpointing, under SDPA, with 16-bit weights: bf16-pure full fine-tuning, or LoRA
- * on an unquantized 16-bit base (PEFT MetaMathQA trains without autocast). */
+/* Which configurations the step replay covers (stepreplay.c's op lists): a dense HF
+ * Llama-style decoder (gated MLP, RMSNorm, RoPE, untied or tied head) trained on one GPU.
+ * A loop that empties the cache (PEFT MetaMathQA, without autocast): without
+ * checkpointing, under SDPA, bf16-pure full fine-tuning or LoRA on an unquantized 16-bit
+ * base. Any other run, when the caller asks for whole steps (mem_options.whole_steps):
+ * the cases listed below. */
 static void replay_setup(const struct model_plan *p, const struct train_config *c,
                          const struct mem_options *opt, struct mem_prepared *mp)
 {
     const struct model_spec *m = &p->spec;
-    if (c->gpus != 1 || c->stack != STACK_HF || c->ckpt_selective ||
+    if (c->gpus != 1 || c->method != METHOD_SINGLE || c->stack != STACK_HF || c->ckpt_selective ||
         model_is_moe(m) || m->mlp != MLP_GATED || m->norm != NORM_RMSNORM || m->fused_qkv ||
         m->kv_lora_rank || m->attn_softcap || (c->features & FEAT_FLASH_ATTN))
         return;
