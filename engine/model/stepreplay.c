@@ -1,37 +1,40 @@
 /* stepreplay.c: whole training steps through the caching allocator model (stepreplay.h).
  *
- * The op order is HF transformers' Llama-style decoder under SDPA, in two forms: 16-bit
- * weights without autocast and without checkpointing (PEFT MetaMathQA: use_amp false,
- * dtype bfloat16), or full fine-tuning under bf16 autocast over fp32 weights, with or
- * without checkpointing (the amp_ functions below, whose comment cites what autocast adds);
- * each tensor where its code allocates it (transformers models/llama/modeling_llama.py
- * @00227283, unchanged in these functions through 4.57: LlamaRMSNorm.forward,
- * apply_rotary_pos_emb / rotate_half, repeat_kv, LlamaMLP.forward; the loss as
- * losspath.c's `outputs-kept` path, or its `hf` path under autocast). Checkpointing is
- * torch.utils.checkpoint's non-reentrant form (HF gradient_checkpointing_enable with
- * use_reentrant False, as our harness sets it): a layer's forward keeps only its input
- * (the closure's argument), and its backward first recomputes the layer up to the last
- * tensor it saves. The forward frees the layer's tensors at its end rather than each where
- * its last reference dies: within one layer, a smaller footprint than the recompute's. Backward frees each saved tensor when the block that
- * saved it is done and writes gradients of the shapes autograd gives them; a weight's
- * gradient is stolen by AccumulateGrad (torch/csrc/autograd/functions/accumulate_grad.h:
- * the new gradient becomes .grad when none exists), and the optimizer's foreach AdamW
- * allocates one sqrt(exp_avg_sq) per parameter of the group at once and frees them after
- * addcdiv (torch/optim/adam.py _multi_tensor_adam, `exp_avg_sq_sqrt =
- * torch._foreach_sqrt(device_exp_avg_sqs)`); its states are zeros_like each parameter,
- * created at the first step (_init_group). Sizes below a few KiB per token (biases, the
- * norms' weight gradients, clip_grad_norm_'s per-tensor norms) are left out.
+ * The op order is HF transformers' Llama-style decoder, each tensor where its code
+ * allocates it (transformers models/llama/modeling_llama.py @00227283, unchanged in these
+ * functions through 4.57: LlamaRMSNorm.forward, apply_rotary_pos_emb / rotate_half,
+ * repeat_kv, eager_attention_forward, LlamaMLP.forward; the loss as losspath.c's
+ * `outputs-kept` or `hf` path), in two op lists: a 16-bit stream (the base's dtype: full
+ * fine-tuning in bf16-pure, or LoRA on a 16-bit base, its adapters with or without
+ * autocast; PEFT MetaMathQA's loop is this without autocast), and full fine-tuning under
+ * bf16 autocast over fp32 weights (the amp_ functions, whose comment cites what autocast
+ * adds). SDPA or eager attention (attn_core_fwd). Checkpointing is torch.utils.checkpoint's
+ * non-reentrant form (HF gradient_checkpointing_enable with use_reentrant False, as our
+ * harness sets it): a layer's forward keeps only its input (the closure's argument), and
+ * what backward would save dies at its last forward use (saved(): the saved-tensor hooks
+ * keep nothing); its backward first recomputes the layer up to the last tensor it saves
+ * (_StopRecomputationError). Backward frees each saved tensor when the node that saved it
+ * has run (torch/csrc/autograd/engine.cpp releases saved variables after each node) and
+ * writes gradients of the shapes autograd gives them; a weight's gradient is stolen by
+ * AccumulateGrad (torch/csrc/autograd/functions/accumulate_grad.h: the new gradient becomes
+ * .grad when none exists), and the optimizer's foreach AdamW allocates one sqrt(exp_avg_sq)
+ * per parameter of the group at once and frees them after addcdiv (torch/optim/adam.py
+ * _multi_tensor_adam, `exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)`); its
+ * states are zeros_like each parameter, created at the first step (_init_group). Sizes
+ * below a few KiB per token (biases, the norms' weight gradients, clip_grad_norm_'s
+ * per-tensor norms, the adapters' weight casts) are left out.
  *
  * What a frozen base saves: autograd saves an input of mm or mul only when the gradient
  * that reads it is needed (pytorch tools/autograd/gen_variable_type.py emit_save_inputs
  * guard_for, "We don't want to save tensors if we know that they will never be used when
  * computing the derivative", @9e69e821): a frozen Linear keeps its weight, not its input,
  * and a frozen norm weight's product keeps nothing new. A LoRA adapter (PEFT
- * tuners/lora/layer.py Linear.forward, fp32 adapters by autocast_adapter_dtype, no
- * autocast in this loop) computes `x = self._cast_input_dtype(x, lora_A.weight.dtype)`, an
- * fp32 copy lora_A saves, lora_A's fp32 r-wide output that lora_B saves, then lora_B's
- * output, its product with the scaling and `result + ...` in fp32 (transients) and
- * `result.to(torch_result_dtype)`. */
+ * tuners/lora/layer.py Linear.forward, fp32 adapters by autocast_adapter_dtype) computes
+ * `x = self._cast_input_dtype(x, lora_A.weight.dtype)`, an fp32 copy; without autocast
+ * lora_A saves it and its fp32 r-wide output is what lora_B saves, then lora_B's output,
+ * its product with the scaling and `result + ...` run in fp32 (transients) and
+ * `result.to(torch_result_dtype)`; under autocast lora_A saves its own bf16 cast of the
+ * copy (which dies with the forward) and the rest runs in bf16. */
 #include "stepreplay.h"
 
 #include <stdlib.h>
@@ -587,7 +590,7 @@ static void amp_block_bwd(const struct ctx *c, const size_t *pi, uint32_t in_id)
 /* The final norm, lm_head and ForCausalLMLoss (losspath.c `outputs-kept`: 16-bit logits
  * kept, fp32 upcast, log_softmax; backward nll and log_softmax gradients, the 16-bit
  * gradient of the logits), with the previous step's outputs dying when the forward
- * returns. */
+ * returns; not kept (the `hf` path), the 16-bit logits die with the forward. */
 static void head(struct tracer *t, const struct stepreplay_shape *sh, uint64_t tok, int gen,
                  bool have_prev, uint32_t x_id)
 {
