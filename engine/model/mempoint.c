@@ -22,16 +22,14 @@ static uint64_t beside_replay(const struct mem_prepared *mp, uint64_t resident)
     return held > resident ? memmodel_round(held - resident) : 0;
 }
 
-/* Reserved from whole replayed steps (stepreplay.h) for a loop that empties the cache
- * every replay_window steps, plus what the replay leaves out: the resident bytes the
- * phases count beyond its weights (and gradients and states: LoRA's adapters) and the
- * cuBLAS workspaces. The phases' rounded sums stay a floor. */
-static uint64_t replay_reserved(const struct model_plan *p, const struct train_config *c,
-                                const struct mem_options *opt, const struct mem_prepared *mp)
+/* The replayed model and configuration: what both replays share. The empty-cache loop's
+ * replay (stepreplay_run) takes it as it is (no autocast, SDPA, foreach AdamW). */
+static struct stepreplay_shape replay_shape(const struct model_plan *p, const struct train_config *c,
+                                            const struct mem_prepared *mp)
 {
     const struct model_spec *m = &p->spec;
     const bool full = c->finetune == FT_FULL;
-    const struct stepreplay_shape sh = {
+    return (struct stepreplay_shape){
         .params = &p->tensors, .h = (uint64_t)m->hidden,
         .hq = (uint64_t)(m->heads * m->head_dim), .hkv = (uint64_t)(m->kv_heads * m->head_dim),
         .inter = (uint64_t)m->intermediate, .vocab = (uint64_t)m->vocab,
@@ -40,6 +38,16 @@ static uint64_t replay_reserved(const struct model_plan *p, const struct train_c
         .kept = (c->features & FEAT_OUTPUTS_KEPT) != 0,
         .lora_r = full ? 0 : (uint64_t)c->lora_r, .lora_targets = full ? 0 : plan_lora_targets(p, c),
     };
+}
+
+/* Reserved from whole replayed steps (stepreplay.h) for a loop that empties the cache
+ * every replay_window steps, plus what the replay leaves out: the resident bytes the
+ * phases count beyond its weights (and gradients and states: LoRA's adapters) and the
+ * cuBLAS workspaces. The phases' rounded sums stay a floor. */
+static uint64_t replay_reserved(const struct model_plan *p, const struct train_config *c,
+                                const struct mem_options *opt, const struct mem_prepared *mp)
+{
+    const struct stepreplay_shape sh = replay_shape(p, c, mp);
     struct stepreplay_result r;
     if (stepreplay_run(&sh, c->micro_batch, c->seq_len, mp->replay_window, &r) != 0)
         return 0;
@@ -54,23 +62,15 @@ static uint64_t replay_reserved(const struct model_plan *p, const struct train_c
 static uint64_t steps_reserved(const struct model_plan *p, const struct train_config *c,
                                const struct mem_options *opt, const struct mem_prepared *mp)
 {
-    const struct model_spec *m = &p->spec;
-    const bool full = c->finetune == FT_FULL;
-    const struct stepreplay_shape sh = {
-        .params = &p->tensors, .h = (uint64_t)m->hidden,
-        .hq = (uint64_t)(m->heads * m->head_dim), .hkv = (uint64_t)(m->kv_heads * m->head_dim),
-        .inter = (uint64_t)m->intermediate, .vocab = (uint64_t)m->vocab,
-        .heads = (uint64_t)m->heads, .layers = (int32_t)m->layers, .ew = 2, .full = full,
-        .amp = c->precision == PREC_BF16, .ckpt = c->grad_ckpt,
-        .expandable = c->alloc == ALLOC_EXPANDABLE,
-        .eager = act_eager_attn(m, c),
-        /* eager attention repeats K and V whenever there are fewer KV heads */
-        .kv_repeat = act_eager_attn(m, c) ? m->kv_heads < m->heads
-                                          : mp->kv_rep_tok && (!mp->kv_rep_padded || c->micro_batch > 1),
-        .lora_r = full ? 0 : (uint64_t)c->lora_r, .lora_targets = full ? 0 : plan_lora_targets(p, c),
-        .opt = c->optimizer == OPT_SGD ? STEPREPLAY_PLAIN
-               : (c->features & FEAT_FUSED_OPT) ? STEPREPLAY_FUSED : STEPREPLAY_FOREACH,
-    };
+    struct stepreplay_shape sh = replay_shape(p, c, mp);
+    sh.amp = c->precision == PREC_BF16;
+    sh.ckpt = c->grad_ckpt;
+    sh.expandable = c->alloc == ALLOC_EXPANDABLE;
+    sh.eager = act_eager_attn(&p->spec, c);
+    if (sh.eager) /* eager attention repeats K and V whenever there are fewer KV heads */
+        sh.kv_repeat = p->spec.kv_heads < p->spec.heads;
+    sh.opt = c->optimizer == OPT_SGD ? STEPREPLAY_PLAIN
+             : (c->features & FEAT_FUSED_OPT) ? STEPREPLAY_FUSED : STEPREPLAY_FOREACH;
     int32_t w[LP_RUN_STEPS];
     size_t n = 0;
     if (losspath_data_shape(c) == DATA_PACKED)
