@@ -169,6 +169,10 @@ static void text_verdict(const struct explanation *x, FILE *f)
     if (e->step_end)
         fprintf(f, "\nstep end   %.3f GiB reserved after the phases: torch pipelining's merged result of the "
                 "last stage's outputs, a segment of its own (in reserved, not in allocated)", units_gib(e->step_end));
+    if (e->replayed_steps)
+        fprintf(f, "\nreplayed   reserved from %u whole steps through the allocator model (stepreplay.c); "
+                "the phases alone, as the sweep's reports show it: %.3f GiB", e->replayed_steps,
+                units_gib(e->reserved_phases));
     fprintf(f, "\nstep       %.4f s (compute %.4f, memory %.4f, communication %.4f", pt->speed.step_time_s,
             pt->speed.compute_s, pt->speed.memory_s, pt->speed.comm_s);
     if (pt->cfg.method == METHOD_PP)
@@ -330,6 +334,10 @@ int explain_write_json(const struct explanation *x, FILE *f)
         json_object_set_new(root, "host_budget_bytes", json_integer((json_int_t)x->host_budget));
     if (e->step_end)
         json_object_set_new(root, "step_end_reserved_bytes", json_integer((json_int_t)e->step_end));
+    if (e->replayed_steps) { /* replayed points only, so other outputs keep their bytes */
+        json_object_set_new(root, "replayed_steps", json_integer((json_int_t)e->replayed_steps));
+        json_object_set_new(root, "phases_reserved_bytes", json_integer((json_int_t)e->reserved_phases));
+    }
     if (x->paged) { /* paged optimizers only, so other outputs keep their bytes */
         json_object_set_new(root, "paged_bytes", json_integer((json_int_t)x->paged));
         json_object_set_new(root, "paged_moved_bytes", json_integer((json_int_t)e->paged_moved));

@@ -175,6 +175,11 @@ struct mem_estimate {
                                                 paged_room); 0 when they stay resident */
     uint64_t step_end;                       /* of reserved: the segment the step adds after
                                                 its phases (the pipeline's merged result) */
+    uint32_t replayed_steps;                 /* reserved came from this many whole steps
+                                                replayed (mem_options.whole_steps); 0: the
+                                                phases' */
+    uint64_t reserved_phases;                /* the phases' reserved then (what the sweep's
+                                                reports show for the point) */
     enum mem_phase peak_phase;               /* where the device peak is */
     /* `reserved` is what torch.cuda.max_memory_reserved reports when memory is plentiful;
      * `device` counts only what the allocator could not give back when memory runs short

@@ -60,7 +60,8 @@ static uint64_t replay_reserved(const struct model_plan *p, const struct train_c
  * data are variable and their widths unknown; plus what the replay leaves out (the cuBLAS
  * workspaces, beside_replay). */
 static uint64_t steps_reserved(const struct model_plan *p, const struct train_config *c,
-                               const struct mem_options *opt, const struct mem_prepared *mp)
+                               const struct mem_options *opt, const struct mem_prepared *mp,
+                               uint32_t *steps)
 {
     struct stepreplay_shape sh = replay_shape(p, c, mp);
     sh.amp = c->precision == PREC_BF16;
@@ -82,6 +83,7 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
     struct stepreplay_result r;
     if (!n || stepreplay_steps(&sh, c->micro_batch, w, n, &r) != 0)
         return 0;
+    *steps = (uint32_t)n;
     return bytes_add(bytes_add(r.reserved, beside_replay(mp, r.resident)), opt->ws_res);
 }
 
@@ -376,9 +378,11 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         e->reserved = r > e->reserved ? r : e->reserved;
     }
     if (mp->replay_steps) { /* the whole step sees what the phases, each alone, cannot */
-        const uint64_t r = steps_reserved(p, c, opt, mp);
-        if (r)
+        const uint64_t r = steps_reserved(p, c, opt, mp, &e->replayed_steps);
+        if (r) {
+            e->reserved_phases = e->reserved;
             e->reserved = r > e->allocated ? r : e->allocated;
+        }
     }
     e->step_end = merge_segment(c, mp);
     e->reserved = bytes_add(e->reserved, e->step_end);

@@ -149,7 +149,21 @@ text = open(sys.argv[1]).read()
 res = re.search(r"^peak .*\(([0-9.]+) reserved, ", text, re.M).group(1)
 assert row["metric"] == "reserved" and abs(float(res) - float(row["predicted_gib"])) < 1e-3, (res, row)
 assert float(res) > 24.0, res
+assert re.search(r"^replayed   reserved from 3 whole steps .* the phases alone, as the sweep's reports "
+                 r"show it: 23\.607 GiB$", text, re.M), text
 PY
+"$BIN" explain --measured "$M/h200-20261127.csv" --id gpu-25min-26 --format json > "$TMP/r.json" \
+  || fail "explain gpu-25min-26 json"
+python3 - "$TMP/r.json" <<'PY' || fail "explain json of a replayed point: $(head -c 400 "$TMP/r.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["replayed_steps"] == 3 and j["phases_reserved_bytes"] < j["reserved_bytes"], j
+PY
+# a point the replay does not cover (variable data, no widths) says nothing of it
+"$BIN" explain --model meta-llama/Llama-3.2-1B --finetune full --micro-batch 4 --seq 1024 \
+  --format json > "$TMP/nr.json" || fail "explain json, variable data"
+python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert "replayed_steps" not in j, j' \
+  "$TMP/nr.json" || fail "explain json of an unreplayed point names replayed steps"
 "$BIN" explain --measured "$M/public.csv" --id TTM-05 > "$TMP/m.txt"
 grep -q '^measured   22.445 GiB allocated (TTM-05, .*public.csv:[0-9]*); the model: [0-9.]* GiB allocated, -[0-9.]* %$' \
   "$TMP/m.txt" || fail "explain --measured prints no measured line: $(cat "$TMP/m.txt")"
