@@ -165,7 +165,9 @@ int cmd_explain(int argc, char **argv)
         job_free(&j);
         return rc;
     }
-    j.sweep.mem.whole_steps = true; /* one configuration: its whole steps replayed */
+    /* one configuration: its whole steps replayed; not under measured rules, which were fitted
+     * to the phases' reserve as the sweep computes it (rules/fit.c model_bytes) */
+    j.sweep.mem.whole_steps = !j.sweep.rules;
     struct model_plan *p = &j.sweep.models[0];
     const char *bad = train_config_check(&c, &p->spec);
     if (bad) {
