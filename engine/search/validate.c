@@ -74,7 +74,7 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
         return snprintf(why, n, "invalid configuration: %s", bad), why;
     struct mem_options mo;
     mem_options_for_gpu(g, vo->paper, &mo);
-    mo.whole_steps = true;
+    mo.whole_steps = !vo->rules; /* rules were fitted to the phases' reserve (rules/fit.c) */
     if (memmodel_uses_llmem(c->stack, &mo))
         plan_chunk(p);
     struct mem_prepared mp;
