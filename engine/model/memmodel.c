@@ -705,13 +705,26 @@ bool memmodel_uses_llmem(enum stack stack, const struct mem_options *opt)
  * checkpointing, under SDPA, bf16-pure full fine-tuning or LoRA on an unquantized 16-bit
  * base. Any other run, when the caller asks for whole steps (mem_options.whole_steps):
  * the cases listed below. */
+static bool replay_family(const struct model_spec *m)
+{
+    /* transformers' Llama modelling code, which Mistral and Qwen2 repeat op for op (Qwen2
+     * adds q/k/v biases, below the replay's resolution); Gemma's norms and embedding scale,
+     * Qwen3's q/k norms and the others' blocks differ */
+    static const char *const same[] = {"llama", "mistral", "qwen2"};
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++)
+        if (!strcmp(m->model_type, same[i]))
+            return !model_is_moe(m) && m->mlp == MLP_GATED && m->norm == NORM_RMSNORM &&
+                   !m->fused_qkv && !m->fused_gate_up && m->qk_norm == QK_NORM_NONE &&
+                   m->norms_per_layer == 2 && !m->kv_lora_rank && !m->attn_softcap;
+    return false;
+}
+
 static void replay_setup(const struct model_plan *p, const struct train_config *c,
                          const struct mem_options *opt, struct mem_prepared *mp)
 {
     const struct model_spec *m = &p->spec;
     if (c->gpus != 1 || c->method != METHOD_SINGLE || c->stack != STACK_HF || c->ckpt_selective ||
-        model_is_moe(m) || m->mlp != MLP_GATED || m->norm != NORM_RMSNORM || m->fused_qkv ||
-        m->kv_lora_rank || m->attn_softcap || (c->features & FEAT_FLASH_ATTN))
+        !replay_family(m) || (c->features & FEAT_FLASH_ATTN))
         return;
     if (!(c->features & FEAT_EMPTY_CACHE)) {
         /* full fine-tuning (under autocast over fp32 weights, or bf16-pure), or LoRA with
