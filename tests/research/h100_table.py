@@ -5,10 +5,10 @@ by ctest).
 One line per measured configuration of DATA (default datasets/measured/h100-20261127.csv;
 the H200 lease's is h200-20261127.csv): what it ran, the
 three measured peaks (allocated, reserved, device) and the model's error on each, from
-`llmem-sweep validate --out`. With a second binary (BEFORE), the allocated error of that build
-too, so a model change shows row by row.
+`llmem-sweep validate --out`. With a second binary (BEFORE), that build's error on one metric
+too (METRIC, default allocated), so a model change shows row by row.
 
-Usage: python3 tests/research/h100_table.py [BINARY [BEFORE [DATA]]]   (default
+Usage: python3 tests/research/h100_table.py [BINARY [BEFORE [DATA [METRIC]]]]   (default
 build/llmem-sweep; BEFORE "-" for none; run in the repo root)
 """
 import csv
@@ -54,6 +54,9 @@ def describe(r):
 def main():
     binary = sys.argv[1] if len(sys.argv) > 1 else "build/llmem-sweep"
     data = sys.argv[3] if len(sys.argv) > 3 else DATA
+    metric = sys.argv[4] if len(sys.argv) > 4 else "allocated"
+    if metric not in METRICS:
+        sys.exit(f"h100_table.py: METRIC is one of {', '.join(METRICS)}, not {metric!r}")
     now = errors(binary, data)
     before = errors(sys.argv[2], data) if len(sys.argv) > 2 and sys.argv[2] != "-" else None
     with open(data, newline="") as f:
@@ -62,7 +65,7 @@ def main():
     for line, r in enumerate(rows, 2):
         configs.setdefault(r["id"], []).append((line, r))
     head = "| id | configuration | allocated GiB | reserved GiB | device GiB | error % (alloc / res / dev)"
-    head += " | allocated before % |" if before else " |"
+    head += f" | {metric} before % |" if before else " |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for cid, lines in configs.items():
@@ -74,7 +77,7 @@ def main():
             cols = [by[m][1]["measured_gib"] if m in by else "" for m in METRICS]
             cols.append(" / ".join(now.get(by[m][0], "-") if m in by else "-" for m in METRICS))
             if before:
-                cols.append(before.get(by["allocated"][0], "-"))
+                cols.append(before.get(by[metric][0], "-") if metric in by else "-")
         print(f"| {cid} | {describe(first)} | " + " | ".join(cols) + " |")
 
 
