@@ -1,0 +1,125 @@
+/* steptrace.h: what the whole-step replay's two op lists share (stepreplay.c, 16-bit;
+ * stepamp.c, autocast over fp32 weights); private to engine/model. The ids of a step's
+ * tensors and their allocation through the allocator model (allocsim.h), one layer's
+ * context, and the ops both lists run alike: RoPE, the attention between RoPE and o_proj,
+ * zero_grad, a checkpointed layer's drop and the optimizer's step. */
+#ifndef LLMEM_STEPTRACE_H
+#define LLMEM_STEPTRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocsim.h"
+#include "stepreplay.h"
+
+/* A block's saved and transient tensors (slots per layer). */
+enum {
+    S_N1F, S_N1B, S_N1, S_Q, S_K, S_V, S_QE, S_KE, S_KC, S_VC, S_KR, S_VR, S_AO, S_LSE, S_P32, S_P16,
+    S_AOC, S_O, S_H1,
+    S_N2F, S_N2B, S_N2, S_G, S_ACT, S_U, S_PR, S_D, S_OUT, S_TMP1, S_TMP2, S_TMP3, S_TMP4,
+    S_LX,               /* an adapter's fp32 input copy, per adapted role (ROLE_Q..ROLE_DOWN) */
+    S_LA = S_LX + 7,    /* its fp32 r-wide lora_A output */
+    S_CI = S_LA + 7,    /* autocast's 16-bit copy of a Linear's fp32 input, per role */
+    NSLOT = S_CI + 7
+};
+/* Global tensors: final norm, loss path, gradient flow, kept outputs (two generations). */
+enum {
+    G_X0, G_FNF, G_FNB, G_FN, G_LG, G_UP, G_LSM, G_NLL, G_GLSM, G_GLG, G_GX, G_GA, G_GB,
+    G_GC, G_GD, G_GE, G_GF, G_LR, G_LX, G_EMB, G_W16, G_W32, G_C1, G_C2, G_HC, G_S1, G_S2, G_MASK, NGLOB
+};
+
+struct tracer {
+    allocsim_state st;
+    allocsim_block *blocks;
+    uint32_t *h;           /* handle per id */
+    uint8_t *has_grad;     /* per parameter: .grad exists */
+    uint8_t *live;         /* per id: allocated now */
+    uint32_t n_ids, np;    /* ids, parameters */
+    uint64_t seq;          /* the step's padded width (eager attention's scores) */
+    int32_t layers;
+    int fail;
+};
+
+/* id layout: weights, gradients, exp_avg, exp_avg_sq, sqrt temporaries, autocast's 16-bit
+ * casts (np each), then layers x NSLOT, NGLOB, and the kept K/V/logits of two steps
+ * (2 x (2 layers + 1)). */
+enum { K_WEIGHT, K_GRAD, K_AVG, K_AVG_SQ, K_SQRT, K_CAST, K_COUNT };
+static inline uint32_t id_param(const struct tracer *t, int kind, size_t i) { return (uint32_t)(kind * t->np + i); }
+static inline uint32_t id_slot(const struct tracer *t, int32_t l, int s)
+{
+    return K_COUNT * t->np + (uint32_t)l * NSLOT + (uint32_t)s;
+}
+static inline uint32_t id_glob(const struct tracer *t, int g) { return K_COUNT * t->np + (uint32_t)t->layers * NSLOT + (uint32_t)g; }
+static inline uint32_t id_kept(const struct tracer *t, int gen, int32_t k)
+{
+    return id_glob(t, NGLOB) + (uint32_t)gen * (2 * (uint32_t)t->layers + 1) + (uint32_t)k;
+}
+
+static inline void ta(struct tracer *t, uint32_t id, uint64_t bytes)
+{
+    if (!t->fail && allocsim_alloc(&t->st, bytes, &t->h[id]) != ALLOCSIM_OK)
+        t->fail = 1;
+    t->live[id] = 1;
+}
+static inline void tf(struct tracer *t, uint32_t id)
+{
+    if (!t->fail && allocsim_free(&t->st, t->h[id]) != ALLOCSIM_OK)
+        t->fail = 1;
+    t->live[id] = 0;
+}
+/* Hands a live allocation to another id (a tensor that changes owner, no copy). */
+static inline void tmove(struct tracer *t, uint32_t to, uint32_t from)
+{
+    t->h[to] = t->h[from];
+    t->live[to] = t->live[from];
+    t->live[from] = 0;
+}
+
+/* Bytes per element of the weights, their gradients and optimizer states. */
+static inline uint64_t wbytes(const struct stepreplay_shape *sh) { return sh->amp && sh->full ? 4 : sh->ew; }
+
+static inline uint64_t numel(const struct stepreplay_shape *sh, size_t pi)
+{
+    return (uint64_t)tensor_numel(&sh->params->t[pi]);
+}
+
+struct ctx {
+    struct tracer *t;
+    const struct stepreplay_shape *sh;
+    uint64_t tok;  /* tokens of the micro-batch */
+    int32_t l;
+    bool ckpt_fwd; /* a checkpointed forward: what backward would save dies at its last use */
+};
+static inline void la(const struct ctx *c, int s, uint64_t per_tok) { ta(c->t, id_slot(c->t, c->l, s), c->tok * per_tok); }
+static inline void lf(const struct ctx *c, int s) { tf(c->t, id_slot(c->t, c->l, s)); }
+/* A tensor kept for backward only: under a checkpointed forward the saved-tensor hooks keep
+ * nothing, so it dies where the forward last reads it. */
+static inline void saved(const struct ctx *c, int s)
+{
+    if (c->ckpt_fwd)
+        lf(c, s);
+}
+
+struct roles {
+    size_t embed, head;
+    size_t *layer; /* layers x ROLE_COUNT parameter indices */
+};
+
+/* apply_rotary_pos_emb on slot `in` (width w) into slot `e` (steptrace.c). */
+void trace_rope_fwd(const struct ctx *c, int in, int e, uint64_t w);
+/* The attention between RoPE and o_proj's input, and its backward (steptrace.c). */
+void trace_attn_fwd(const struct ctx *c);
+void trace_attn_bwd(const struct ctx *c);
+/* optimizer.zero_grad(set_to_none=True). */
+void trace_zero_grad(struct tracer *t);
+/* What a checkpointed layer l's forward does not keep. */
+void trace_ckpt_drop(struct tracer *t, int32_t l);
+/* The optimizer's step (stepreplay_opt); *have_states after the first. */
+void trace_optimizer_step(struct tracer *t, const struct stepreplay_shape *sh, bool *have_states);
+/* The tracer's memory, the parameters' roles and an empty allocator.
+ * @return 0, or -1 when memory runs out (trace_close frees what was taken either way). */
+int trace_open(struct tracer *t, struct roles *r, const struct stepreplay_shape *sh);
+void trace_close(struct tracer *t, struct roles *r);
+
+#endif
