@@ -56,9 +56,9 @@ struct mem_options {
                                   memory less the context); 0 = no limit */
     bool whole_steps;    /* reserved from whole steps replayed through the allocator model
                             where stepreplay.c covers the configuration (validate, explain):
-                            0.016 .. 0.30 s a configuration (1B .. 70B), so never on the
-                            sweep's points (a --data packed report's 32,040 rows: 0.56 ->
-                            21 s) */
+                            0.27 s a configuration for Llama-3.1-70B (README "The memory
+                            model"), so never on the sweep's points (a --data packed
+                            report's 32,040 rows: 0.56 -> 21 s) */
 };
 
 /* The options of GPU g (NULL: no context, the default workspace and NCCL sizes of gpu.h):
