@@ -116,7 +116,7 @@ static void test_amp_resident(void **state)
     (void)state;
     struct model_plan p;
     assert_int_equal(tiny_model_plan(&p), 0);
-    const int32_t w[3] = {32, 32, 32};
+    const uint32_t w[3] = {32, 32, 32};
     struct stepreplay_result r;
     struct stepreplay_shape sh = amp_shape(&p, STEPREPLAY_FOREACH, false);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
@@ -147,7 +147,7 @@ static void test_amp_loss_peak(void **state)
     (void)state;
     struct model_plan p;
     assert_int_equal(tiny_model_plan(&p), 0);
-    const int32_t w[2] = {256, 256};
+    const uint32_t w[2] = {256, 256};
     const uint64_t loss = UINT64_C(4) * 256 * 1000 * 12;
     struct stepreplay_result off, on;
     struct stepreplay_shape sh = amp_shape(&p, STEPREPLAY_FUSED, false);
@@ -173,7 +173,7 @@ static void test_lora_steps(void **state)
     (void)state;
     struct model_plan p;
     assert_int_equal(tiny_model_plan(&p), 0);
-    const int32_t w[2] = {256, 200};
+    const uint32_t w[2] = {256, 200};
     struct stepreplay_result plain, amp, ckpt;
     struct stepreplay_shape sh = tiny_shape(&p, false);
     sh.kept = false;
@@ -202,7 +202,7 @@ static void test_eager_scores(void **state)
     (void)state;
     struct model_plan p;
     assert_int_equal(tiny_model_plan(&p), 0);
-    const int32_t w[2] = {256, 256};
+    const uint32_t w[2] = {256, 256};
     struct stepreplay_result sdpa, eager;
     struct stepreplay_shape sh = amp_shape(&p, STEPREPLAY_FUSED, false);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &sdpa), 0);
@@ -222,7 +222,7 @@ static void test_steps_arguments(void **state)
     (void)state;
     struct model_plan p;
     assert_int_equal(tiny_model_plan(&p), 0);
-    const int32_t w[2] = {32, 0};
+    const uint32_t w[2] = {32, 0};
     struct stepreplay_result r;
     struct stepreplay_shape sh = amp_shape(&p, STEPREPLAY_FOREACH, true);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 0, &r), -1);

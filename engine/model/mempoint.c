@@ -72,14 +72,10 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
         sh.kv_repeat = p->spec.kv_heads < p->spec.heads;
     sh.opt = c->optimizer == OPT_SGD ? STEPREPLAY_PLAIN
              : (c->features & FEAT_FUSED_OPT) ? STEPREPLAY_FUSED : STEPREPLAY_FOREACH;
-    int32_t w[LP_RUN_STEPS];
-    size_t n = 0;
-    if (losspath_data_shape(c) == DATA_PACKED)
-        for (; n < 3; n++)
-            w[n] = c->seq_len;
-    else
-        for (; n < mp->run_n && n < LP_RUN_STEPS; n++)
-            w[n] = (int32_t)mp->run_w[n];
+    const uint32_t packed[3] = {(uint32_t)c->seq_len, (uint32_t)c->seq_len, (uint32_t)c->seq_len};
+    const bool is_packed = losspath_data_shape(c) == DATA_PACKED;
+    const uint32_t *w = is_packed ? packed : mp->run_w;
+    const size_t n = is_packed ? 3 : mp->run_n;
     struct stepreplay_result r;
     if (!n || stepreplay_steps(&sh, c->micro_batch, w, n, &r) != 0)
         return 0;

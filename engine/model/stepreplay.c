@@ -443,7 +443,7 @@ int stepreplay_run(const struct stepreplay_shape *sh, int32_t batch, int32_t cap
     return rc;
 }
 
-int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const int32_t *widths,
+int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const uint32_t *widths,
                      size_t n, struct stepreplay_result *out)
 {
     memset(out, 0, sizeof *out);

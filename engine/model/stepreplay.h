@@ -84,7 +84,7 @@ int stepreplay_run(const struct stepreplay_shape *sh, int32_t batch, int32_t cap
  * emptying the cache, and reports the run's peaks.
  * @return 0, or -1 when an argument is out of range, memory for the workspace runs out or
  *         the allocator model fails. */
-int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const int32_t *widths,
+int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const uint32_t *widths,
                      size_t n, struct stepreplay_result *out);
 
 /* The padded length of the j-th batch (from 0) of a bucket of `bucket_batches` batches of
