@@ -198,7 +198,7 @@ static void csv_row(FILE *f, const struct validate_row *r)
     else
         fputs(",,", f);
     if (ok && r->band.level >= 0) /* the band (validate_band.h) */
-        fprintf(f, ",%.3f,%.3f\n", r->predicted_gib * r->band.lo, r->predicted_gib * r->band.hi);
+        fprintf(f, ",%.3f,%.3f\n", r->sweep_gib * r->band.lo, r->sweep_gib * r->band.hi);
     else
         fputs(",,\n", f);
 }

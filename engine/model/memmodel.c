@@ -719,13 +719,27 @@ static bool replay_family(const struct model_spec *m)
     return false;
 }
 
+/* FSDP2 as the measurement harness runs it (stepfsdp.c; datasets/measure/measure_worker.py
+ * parallelize): fully_shard on every block, then on the model, with
+ * MixedPrecisionPolicy(bf16, reduce fp32) over fp32 weights; full fine-tuning. FEAT_FSDP_MP
+ * is fully_shard's policy, whatever FSDP the stack brings by default (hf: FSDP1's flag). */
+static bool replay_fsdp2(const struct train_config *c)
+{
+    const uint64_t need = FEAT_FSDP | FEAT_FSDP_MP | FEAT_FSDP_FP32_REDUCE;
+    return c->method == METHOD_ADP && c->tp == 1 && c->dp == c->gpus && c->gpus > 1 &&
+           (c->features & need) == need && !(c->features & FEAT_FSDP_END_UNITS) &&
+           c->finetune == FT_FULL && c->precision == PREC_BF16;
+}
+
 static void replay_setup(const struct model_plan *p, const struct train_config *c,
                          const struct mem_options *opt, struct mem_prepared *mp)
 {
     const struct model_spec *m = &p->spec;
-    if (c->gpus != 1 || c->method != METHOD_SINGLE || c->stack != STACK_HF || c->ckpt_selective ||
-        !replay_family(m) || (c->features & FEAT_FLASH_ATTN))
+    const bool one = c->gpus == 1 && c->method == METHOD_SINGLE, fsdp2 = replay_fsdp2(c);
+    if ((!one && !fsdp2) || c->stack != STACK_HF || c->ckpt_selective || !replay_family(m) ||
+        (c->features & FEAT_FLASH_ATTN) || (fsdp2 && (c->features & FEAT_EMPTY_CACHE)))
         return;
+    mp->replay_shards = fsdp2 ? (uint32_t)c->dp : 0;
     if (!(c->features & FEAT_EMPTY_CACHE)) {
         /* full fine-tuning (under autocast over fp32 weights, or bf16-pure), or LoRA with
          * fp32 adapters on the block Linears of a 16-bit base, with or without autocast */

@@ -159,6 +159,8 @@ struct mem_prepared {
      * three steps of the packed length, or over a measured variable-length run's widths
      * (memmodel_replay_run; the caller's array, alive while the point is evaluated) */
     bool replay_steps;
+    uint32_t replay_shards;  /* FSDP2's ranks when the replayed steps are FSDP2's (stepfsdp.c);
+                                0: one GPU */
     const uint32_t *run_w;
     size_t run_n;
 };

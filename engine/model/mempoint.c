@@ -64,7 +64,8 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
                                uint32_t *steps)
 {
     struct stepreplay_shape sh = replay_shape(p, c, mp);
-    sh.amp = c->precision == PREC_BF16;
+    sh.shards = mp->replay_shards;
+    sh.amp = c->precision == PREC_BF16 && !sh.shards; /* FSDP2 casts; no autocast runs */
     sh.ckpt = c->grad_ckpt;
     sh.expandable = c->alloc == ALLOC_EXPANDABLE;
     sh.eager = act_eager_attn(&p->spec, c);
@@ -80,7 +81,10 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
     if (!n || stepreplay_steps(&sh, c->micro_batch, w, n, &r) != 0)
         return 0;
     *steps = (uint32_t)n;
-    return bytes_add(bytes_add(r.reserved, beside_replay(mp, r.resident)), opt->ws_res);
+    /* FSDP2: every trained byte is in the replay; its all-gather copy-in stream's pool
+     * beside it (streampool.h) */
+    const uint64_t beside = sh.shards ? mp->side_pool : beside_replay(mp, r.resident);
+    return bytes_add(bytes_add(r.reserved, beside), opt->ws_res);
 }
 
 /* LLMem's terms mapped onto the breakdown columns; the peak is the paper's lm_head stage. */

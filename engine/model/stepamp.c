@@ -84,7 +84,7 @@ static void amp_wgrad(const struct ctx *c, size_t pi, int saved_in)
         lf(c, saved_in);
     if (!t->has_grad[pi]) {
         ta(t, id_param(t, K_GRAD, pi), 4 * n);
-        t->has_grad[pi] = 1;
+        t->has_grad[pi] = GRAD_LOCAL;
     } else { /* accumulated in place; the new gradient dies */
         ta(t, id_glob(t, G_W32), 4 * n), tf(t, id_glob(t, G_W32));
     }
@@ -231,7 +231,7 @@ void stepamp_step(struct tracer *t, const struct stepreplay_shape *sh, const str
         tf(t, id_glob(t, G_MASK));
     for (size_t i = 0; i < t->np; i++)
         if (!t->has_grad[i])
-            ta(t, id_param(t, K_GRAD, i), numel(sh, i) * 4), t->has_grad[i] = 1;
+            ta(t, id_param(t, K_GRAD, i), numel(sh, i) * 4), t->has_grad[i] = GRAD_LOCAL;
     trace_optimizer_step(t, sh, have_states);
     trace_zero_grad(t);
 }

@@ -220,8 +220,16 @@ static void wgrad(const struct ctx *c, size_t pi)
 {
     if (c->sh->full && !c->t->has_grad[pi]) {
         ta(c->t, id_param(c->t, K_GRAD, pi), numel(c->sh, pi) * c->sh->ew);
-        c->t->has_grad[pi] = 1;
+        c->t->has_grad[pi] = GRAD_LOCAL;
     }
+}
+
+/* FSDP2: every gradient of unit u not written yet (the norms' weights, biases). */
+static void unit_grads(const struct ctx *c, uint32_t u)
+{
+    for (size_t i = 0; i < c->t->np; i++)
+        if (c->t->unit[i] == u)
+            wgrad(c, i);
 }
 
 /* The MLP's backward (down, the product, silu, up and gate) from the residual gradient;
@@ -315,14 +323,20 @@ static void forward(struct tracer *t, const struct stepreplay_shape *sh, uint64_
                     bool have_prev)
 {
     uint32_t x = id_glob(t, G_X0);
+    if (t->unit) /* the root's pre-forward gathers it for the whole step */
+        fsdp_unshard(t, sh, (uint32_t)sh->layers);
     ta(t, x, tok * sh->ew * sh->h);
     if (sh->eager) /* masking_utils' additive (b, 1, s, s) mask, one for every layer */
         ta(t, id_glob(t, G_MASK), tok * sh->ew * t->seq);
     for (int32_t l = 0; l < sh->layers; l++) {
         const struct ctx c = {t, sh, tok, l, sh->ckpt};
+        if (t->unit)
+            fsdp_unshard(t, sh, (uint32_t)l);
         block_fwd(&c, x, sh->ckpt ? FWD_CKPT : FWD_PLAIN);
         if (sh->ckpt)
             trace_ckpt_drop(t, l);
+        if (t->unit)
+            fsdp_reshard(t, sh, (uint32_t)l);
         x = id_slot(t, l, S_OUT);
         if (sh->kept) { /* the DynamicCache's K (after RoPE) and V of every block */
             tmove(t, id_kept(t, gen, 2 * l), id_slot(t, l, S_KC));
@@ -346,9 +360,13 @@ static void backward(struct tracer *t, const struct stepreplay_shape *sh, const 
     for (int32_t l = sh->layers - 1; l >= 0; l--) {
         const struct ctx c = {t, sh, tok, l, false};
         const uint32_t in_id = l ? id_slot(t, l - 1, S_OUT) : id_glob(t, G_X0);
+        if (t->unit) /* the layer's pre-backward gathers it again */
+            fsdp_unshard(t, sh, (uint32_t)l);
         if (sh->ckpt)
             block_fwd(&c, in_id, FWD_RECOMPUTE);
         block_bwd(&c, r->layer + (size_t)l * ROLE_COUNT);
+        if (t->unit) /* the norms' and biases' gradients, then the unit's reduction */
+            unit_grads(&c, (uint32_t)l), fsdp_post_backward(t, sh, (uint32_t)l);
         if (sh->ckpt) /* the checkpoint's closure held the input until now */
             tf(t, in_id);
     }
@@ -363,6 +381,8 @@ static void backward(struct tracer *t, const struct stepreplay_shape *sh, const 
     }
     for (size_t i = 0; i < t->np; i++)
         wgrad(&c0, i);
+    if (t->unit)
+        fsdp_backward_end(t, sh);
 }
 
 
@@ -430,7 +450,8 @@ int stepreplay_run(const struct stepreplay_shape *sh, int32_t batch, int32_t cap
                    struct stepreplay_result *out)
 {
     memset(out, 0, sizeof *out);
-    if (batch < 1 || cap < 1 || window < 1 || sh->layers < 1 || sh->amp || sh->ckpt || sh->eager)
+    if (batch < 1 || cap < 1 || window < 1 || sh->layers < 1 || sh->amp || sh->ckpt || sh->eager ||
+        sh->shards > 1)
         return -1;
     struct tracer t;
     struct roles r;
@@ -447,7 +468,8 @@ int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const uin
                      size_t n, struct stepreplay_result *out)
 {
     memset(out, 0, sizeof *out);
-    if (batch < 1 || !n || !widths || sh->layers < 1 || ((sh->ckpt || sh->eager) && sh->kept))
+    if (batch < 1 || !n || !widths || sh->layers < 1 || ((sh->ckpt || sh->eager) && sh->kept) ||
+        (sh->shards > 1 && (!sh->full || sh->amp || sh->kept)))
         return -1;
     for (size_t k = 0; k < n; k++)
         if (widths[k] < 1)
@@ -457,8 +479,9 @@ int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const uin
     int rc = -1;
     if (!trace_open(&t, &r, sh)) {
         for (size_t i = 0; i < t.np; i++)
-            ta(&t, id_param(&t, K_WEIGHT, i), numel(sh, i) * wbytes(sh));
+            ta(&t, id_param(&t, K_WEIGHT, i), held_numel(sh, i) * wbytes(sh));
         allocsim_reset_peaks(&t.st);
+        t.peak_both = 0;
         bool have_states = false;
         int gen = 0;
         for (size_t k = 0; k < n && !t.fail; k++) {
@@ -472,9 +495,11 @@ int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const uin
         const allocsim_stats *st = allocsim_get_stats(&t.st);
         const uint64_t kinds = !sh->full ? 1 : sh->opt == STEPREPLAY_PLAIN ? 2 : 4;
         for (size_t i = 0; i < t.np; i++)
-            out->resident += allocsim_round_size(numel(sh, i) * wbytes(sh)) * kinds;
-        out->reserved = st->peak_reserved;
-        out->peak_allocated = st->peak_allocated;
+            out->resident += allocsim_round_size(held_numel(sh, i) * wbytes(sh)) * kinds;
+        /* neither pool gives back a segment without empty_cache(): the run's highest total
+         * is the sum of the two pools' highest */
+        out->reserved = st->peak_reserved + (t.unit ? allocsim_get_stats(&t.rs)->peak_reserved : 0);
+        out->peak_allocated = t.unit ? t.peak_both : st->peak_allocated;
         out->allocated = st->allocated;
         rc = t.fail ? -1 : 0;
     }

@@ -59,12 +59,19 @@ struct stepreplay_shape {
     bool kept;          /* the loop keeps `outputs`: 16-bit logits and the DynamicCache */
     uint64_t lora_r;    /* LoRA rank (frozen base: full false) */
     uint32_t lora_targets; /* TARGET_BIT(role) of the adapted block Linears (train.h) */
+    uint32_t shards;    /* > 1: FSDP2 over this many ranks (stepfsdp.c), full fine-tuning of
+                           fp32 weights with MixedPrecisionPolicy(bf16, reduce fp32): ew 2,
+                           no amp; fully_shard on each block, then on the model (the root:
+                           embedding, final norm, lm_head) */
 };
 
 struct stepreplay_result {
     uint64_t reserved;  /* highest memory_reserved() after a step of the measured window;
-                           stepreplay_steps: max_memory_reserved() over the run */
-    uint64_t peak_allocated; /* stepreplay_steps: max_memory_allocated() over the run */
+                           stepreplay_steps: max_memory_reserved() over the run (FSDP2: the
+                           default stream's pool and the reduce-scatter stream's; the
+                           all-gather copy-in stream's is streampool.h's) */
+    uint64_t peak_allocated; /* stepreplay_steps: max_memory_allocated() over the run (FSDP2:
+                                both pools together) */
     uint64_t resident;  /* bytes (rounded) the replay keeps at the optimizer step: weights,
                            and when full gradients and the optimizer's states */
     uint64_t allocated; /* memory_allocated() after the last step: resident + kept outputs */

@@ -75,12 +75,28 @@ void trace_attn_bwd(const struct ctx *c)
         lf(c, k), lf(c, v);
 }
 
-/* optimizer.zero_grad() (set_to_none): every gradient of the last step dies. */
+/* optimizer.zero_grad() (set_to_none): every gradient of the last step dies (FSDP2: the
+ * reduce-scatter outputs the sharded gradients are views of, in their stream's pool). */
 void trace_zero_grad(struct tracer *t)
 {
-    for (size_t i = 0; i < t->np; i++)
-        if (t->has_grad[i])
-            tf(t, id_param(t, K_GRAD, i)), t->has_grad[i] = 0;
+    for (size_t i = 0; i < t->np; i++) {
+        if (t->has_grad[i] == GRAD_LOCAL)
+            tf(t, id_param(t, K_GRAD, i));
+        t->has_grad[i] = GRAD_NONE;
+    }
+    for (uint32_t u = 0; t->unit && u <= (uint32_t)t->layers; u++)
+        if (t->live[id_unit(t, U_RS_OUT, u)]) {
+            if (!t->fail && allocsim_free(&t->rs, t->h[id_unit(t, U_RS_OUT, u)]) != ALLOCSIM_OK)
+                t->fail = 1;
+            t->live[id_unit(t, U_RS_OUT, u)] = 0;
+        }
+}
+
+void trace_note_peak(struct tracer *t)
+{
+    const uint64_t a = allocsim_get_stats(&t->st)->allocated + allocsim_get_stats(&t->rs)->allocated;
+    if (a > t->peak_both)
+        t->peak_both = a;
 }
 
 /* Frees what a checkpointed layer's forward does not keep: everything but its output (the
@@ -99,12 +115,13 @@ void trace_optimizer_step(struct tracer *t, const struct stepreplay_shape *sh, b
 {
     const uint64_t wb = wbytes(sh);
     for (size_t i = 0; i < t->np && !*have_states && sh->opt != STEPREPLAY_PLAIN; i++)
-        ta(t, id_param(t, K_AVG, i), numel(sh, i) * wb), ta(t, id_param(t, K_AVG_SQ, i), numel(sh, i) * wb);
+        ta(t, id_param(t, K_AVG, i), held_numel(sh, i) * wb),
+            ta(t, id_param(t, K_AVG_SQ, i), held_numel(sh, i) * wb);
     *have_states = true;
     if (sh->opt != STEPREPLAY_FOREACH)
         return;
     for (size_t i = 0; i < t->np; i++)
-        ta(t, id_param(t, K_SQRT, i), numel(sh, i) * wb);
+        ta(t, id_param(t, K_SQRT, i), held_numel(sh, i) * wb);
     for (size_t i = 0; i < t->np; i++)
         tf(t, id_param(t, K_SQRT, i));
 }
@@ -142,7 +159,7 @@ int trace_open(struct tracer *t, struct roles *r, const struct stepreplay_shape 
     memset(r, 0, sizeof *r);
     t->np = (uint32_t)sh->params->n;
     t->layers = sh->layers;
-    t->n_ids = id_kept(t, 2, 0);
+    t->n_ids = id_unit(t, U_COUNT, 0);
     const size_t n_blocks = 8 * (size_t)t->n_ids + 4096;
     t->h = calloc(t->n_ids, sizeof *t->h);
     t->live = calloc(t->n_ids, 1);
@@ -152,10 +169,11 @@ int trace_open(struct tracer *t, struct roles *r, const struct stepreplay_shape 
     if (!t->h || !t->live || !t->has_grad || !t->blocks || find_roles(sh, r) ||
         allocsim_init(&t->st, &cfg, t->blocks, n_blocks) != ALLOCSIM_OK)
         return -1;
-    return 0;
+    return sh->shards > 1 ? fsdp_open(t, sh, &cfg) : 0;
 }
 
 void trace_close(struct tracer *t, struct roles *r)
 {
     free(r->layer), free(t->blocks), free(t->has_grad), free(t->live), free(t->h);
+    free(t->rs_blocks), free(t->unit);
 }

@@ -32,8 +32,12 @@ enum {
 struct tracer {
     allocsim_state st;
     allocsim_block *blocks;
+    allocsim_state rs;     /* FSDP2's reduce-scatter stream: its own pool (stepfsdp.c) */
+    allocsim_block *rs_blocks;
+    uint32_t *unit;        /* FSDP2: per parameter, its unit (a layer; `layers`: the root) */
+    uint64_t peak_both;    /* FSDP2: the highest allocated of both pools together */
     uint32_t *h;           /* handle per id */
-    uint8_t *has_grad;     /* per parameter: .grad exists */
+    uint8_t *has_grad;     /* per parameter: enum grad_state */
     uint8_t *live;         /* per id: allocated now */
     uint32_t n_ids, np;    /* ids, parameters */
     uint64_t seq;          /* the step's padded width (eager attention's scores) */
@@ -41,9 +45,14 @@ struct tracer {
     int fail;
 };
 
+/* A parameter's .grad: none; a tensor of its own (K_GRAD); or (FSDP2) reduce-scattered,
+ * a view of its unit's reduce-scatter output. */
+enum grad_state { GRAD_NONE, GRAD_LOCAL, GRAD_REDUCED };
+
 /* id layout: weights, gradients, exp_avg, exp_avg_sq, sqrt temporaries, autocast's 16-bit
- * casts (np each), then layers x NSLOT, NGLOB, and the kept K/V/logits of two steps
- * (2 x (2 layers + 1)). */
+ * casts or FSDP2's gathered 16-bit parameters (np each), then layers x NSLOT, NGLOB, the
+ * kept K/V/logits of two steps (2 x (2 layers + 1)), and FSDP2's reduce-scatter input and
+ * output of each unit (2 x (layers + 1)). */
 enum { K_WEIGHT, K_GRAD, K_AVG, K_AVG_SQ, K_SQRT, K_CAST, K_COUNT };
 static inline uint32_t id_param(const struct tracer *t, int kind, size_t i) { return (uint32_t)(kind * t->np + i); }
 static inline uint32_t id_slot(const struct tracer *t, int32_t l, int s)
@@ -55,12 +64,20 @@ static inline uint32_t id_kept(const struct tracer *t, int gen, int32_t k)
 {
     return id_glob(t, NGLOB) + (uint32_t)gen * (2 * (uint32_t)t->layers + 1) + (uint32_t)k;
 }
+enum { U_RS_IN, U_RS_OUT, U_COUNT };
+static inline uint32_t id_unit(const struct tracer *t, int kind, uint32_t u)
+{
+    return id_kept(t, 2, 0) + (uint32_t)kind * ((uint32_t)t->layers + 1) + u;
+}
 
+void trace_note_peak(struct tracer *t);
 static inline void ta(struct tracer *t, uint32_t id, uint64_t bytes)
 {
     if (!t->fail && allocsim_alloc(&t->st, bytes, &t->h[id]) != ALLOCSIM_OK)
         t->fail = 1;
     t->live[id] = 1;
+    if (t->unit)
+        trace_note_peak(t);
 }
 static inline void tf(struct tracer *t, uint32_t id)
 {
@@ -76,12 +93,27 @@ static inline void tmove(struct tracer *t, uint32_t to, uint32_t from)
     t->live[from] = 0;
 }
 
-/* Bytes per element of the weights, their gradients and optimizer states. */
-static inline uint64_t wbytes(const struct stepreplay_shape *sh) { return sh->amp && sh->full ? 4 : sh->ew; }
+/* Bytes per element of the weights, their gradients and optimizer states (FSDP2: the fp32
+ * shards and their states; the gradients its reduce-scatter writes). */
+static inline uint64_t wbytes(const struct stepreplay_shape *sh)
+{
+    return (sh->amp && sh->full) || sh->shards > 1 ? 4 : sh->ew;
+}
 
 static inline uint64_t numel(const struct stepreplay_shape *sh, size_t pi)
 {
     return (uint64_t)tensor_numel(&sh->params->t[pi]);
+}
+
+/* The elements of parameter pi this rank holds: all of it, or under FSDP2 its shard,
+ * fully_shard's padded_sharded_param_size (dim 0 split in `shards`, rounded up; torch
+ * distributed/fsdp/_fully_shard/_fsdp_param.py FSDPParam._init_sharded_param). */
+static inline uint64_t held_numel(const struct stepreplay_shape *sh, size_t pi)
+{
+    const struct tensor *x = &sh->params->t[pi];
+    if (sh->shards < 2)
+        return numel(sh, pi);
+    return ((uint64_t)x->rows + sh->shards - 1) / sh->shards * (uint64_t)x->cols;
 }
 
 struct ctx {
@@ -117,6 +149,14 @@ void trace_zero_grad(struct tracer *t);
 void trace_ckpt_drop(struct tracer *t, int32_t l);
 /* The optimizer's step (stepreplay_opt); *have_states after the first. */
 void trace_optimizer_step(struct tracer *t, const struct stepreplay_shape *sh, bool *have_states);
+/* FSDP2's hooks on unit u (a layer; `layers`: the root) (stepfsdp.c). */
+void fsdp_unshard(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u);
+void fsdp_reshard(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u);
+void fsdp_post_backward(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u);
+/* The root's post-backward callback: the root's reduction, then its input buffer freed. */
+void fsdp_backward_end(struct tracer *t, const struct stepreplay_shape *sh);
+/* The units of the parameters and the reduce-scatter stream's pool; -1 when memory runs out. */
+int fsdp_open(struct tracer *t, const struct stepreplay_shape *sh, const allocsim_config *cfg);
 /* The tracer's memory, the parameters' roles and an empty allocator.
  * @return 0, or -1 when memory runs out (trace_close frees what was taken either way). */
 int trace_open(struct tracer *t, struct roles *r, const struct stepreplay_shape *sh);

@@ -102,6 +102,13 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     }
     snprintf(out->phase, sizeof out->phase, "%s", mem_phase_name(est.peak_phase));
     out->predicted_gib = bytes / (double)GIB;
+    out->sweep_gib = out->predicted_gib;
+    if (est.replayed_steps) { /* the sweep's points are not replayed: theirs is the phases' */
+        mo.whole_steps = false;
+        memmodel_prepare(p, c, &mo, &mp);
+        memmodel_eval(p, c, &mo, &mp, &est);
+        out->sweep_gib = metric_bytes(out->metric, &est, &mp, &ok) / (double)GIB;
+    }
     if (strcmp(out->metric, "reserved-delta") != 0) { /* allocated <= reserved <= device */
         enum mem_phase at;
         out->floor_gib = (double)memmodel_floor(p, c, exact_seq, before_grads, &at) / (double)GIB;

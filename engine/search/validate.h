@@ -26,6 +26,10 @@ struct validate_row {
     char model[MODEL_NAME_MAX];
     char metric[16];
     double measured_gib, predicted_gib, error_pct;
+    double sweep_gib;  /* what the sweep predicts for the metric: predicted_gib, or where that
+                        * came from whole replayed steps (mem_options.whole_steps), the phases'
+                        * alone, as the sweep's points have it; the band is a factor on the
+                        * sweep's prediction, so its residuals and coverage use this */
     double floor_gib;  /* memmodel_floor for the row's metric, 0 when none applies */
     double measured_tps, predicted_tps; /* tokens/s per GPU (tokens_per_s_gpu), 0 = none */
     const char *speed_skip; /* why a measured throughput is not compared (static), or NULL */

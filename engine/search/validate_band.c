@@ -18,9 +18,9 @@ static size_t samples_of(const struct validate_row *rows, size_t n, struct band_
 {
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if (is_ok(&rows[i]) && rows[i].predicted_gib > 0)
+        if (is_ok(&rows[i]) && rows[i].sweep_gib > 0)
             s[m++] = (struct band_sample){rows[i].key, rows[i].source,
-                                          rows[i].measured_gib / rows[i].predicted_gib};
+                                          rows[i].measured_gib / rows[i].sweep_gib};
     return m;
 }
 
@@ -43,8 +43,8 @@ int validate_band_rows(struct validate_row *rows, size_t n)
 
 static bool inside(const struct validate_row *r)
 {
-    return r->measured_gib >= r->predicted_gib * r->band.lo &&
-           r->measured_gib <= r->predicted_gib * r->band.hi;
+    return r->measured_gib >= r->sweep_gib * r->band.lo &&
+           r->measured_gib <= r->sweep_gib * r->band.hi;
 }
 
 static int cmp_double(const void *x, const void *y)

@@ -1,0 +1,97 @@
+/* stepfsdp.c: FSDP2's hooks in the whole-step replay (steptrace.h), as torch 2.11's
+ * fully_shard runs them on one rank with MixedPrecisionPolicy(param_dtype=bf16,
+ * reduce_dtype=fp32) over fp32 weights, each decoder layer a unit and the model the root
+ * (the embedding, final norm and lm_head). Sources: torch/distributed/fsdp/_fully_shard/
+ * _fsdp_param_group.py, _fsdp_collectives.py and _fsdp_param.py (pytorch @010ae4a8 and
+ * @002a76fb, the same logic as 2.11's):
+ *
+ * - unshard: the all-gather lands in a buffer on the copy-in stream (streampool.h), then
+ *   foreach_all_gather_copy_out allocates each parameter's unsharded bf16 storage on the
+ *   default stream (FSDPParam.alloc_all_gather_outputs, one storage a parameter, padded to
+ *   the shards) and copies into it; reshard frees them (free_storage). Layers reshard
+ *   after forward and gather again at their pre-backward; the root stays gathered from its
+ *   pre-forward to its post-backward.
+ * - post_backward: the unit reshards, the previous unit's reduce-scatter input is released
+ *   (comm_ctx.reduce_scatter_state = None), foreach_reduce allocates this unit's input on
+ *   the default stream (fp32, the padded unsharded size), copies the bf16 gradients in and
+ *   frees them (`unsharded_grads.clear()`), then allocates the output under
+ *   `device_handle.stream(reduce_scatter_stream)` ("the GPU sharded gradient is allocated
+ *   in the RS stream"); the sharded gradients are views of it until zero_grad. The input
+ *   stays in reduce_scatter_state until the next unit's post_backward, the root's until
+ *   _root_post_backward_final_callback ends the backward.
+ *
+ * The caching allocator hands a cached block only to its own stream
+ * (CUDACachingAllocator.cpp get_free_block), so the reduce-scatter stream's segments form
+ * a pool of their own: its allocator state here is separate (tracer.rs). */
+#include <stdlib.h>
+
+#include "steptrace.h"
+
+static uint64_t padded_numel(const struct stepreplay_shape *sh, size_t pi)
+{
+    return held_numel(sh, pi) * sh->shards;
+}
+
+void fsdp_unshard(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u)
+{
+    for (size_t i = 0; i < t->np; i++)
+        if (t->unit[i] == u)
+            ta(t, id_param(t, K_CAST, i), padded_numel(sh, i) * sh->ew);
+}
+
+void fsdp_reshard(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u)
+{
+    (void)sh;
+    for (size_t i = 0; i < t->np; i++)
+        if (t->unit[i] == u && t->live[id_param(t, K_CAST, i)])
+            tf(t, id_param(t, K_CAST, i));
+}
+
+/* Frees whichever unit's reduce-scatter input is still held. */
+static void release_rs_input(struct tracer *t)
+{
+    for (uint32_t v = 0; v <= (uint32_t)t->layers; v++)
+        if (t->live[id_unit(t, U_RS_IN, v)])
+            tf(t, id_unit(t, U_RS_IN, v));
+}
+
+void fsdp_post_backward(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u)
+{
+    uint64_t in = 0, out = 0;
+    for (size_t i = 0; i < t->np; i++)
+        if (t->unit[i] == u && t->has_grad[i] == GRAD_LOCAL)
+            in += padded_numel(sh, i), out += held_numel(sh, i);
+    fsdp_reshard(t, sh, u);
+    release_rs_input(t);
+    if (!in)
+        return;
+    ta(t, id_unit(t, U_RS_IN, u), in * 4);
+    for (size_t i = 0; i < t->np; i++)
+        if (t->unit[i] == u && t->has_grad[i] == GRAD_LOCAL)
+            tf(t, id_param(t, K_GRAD, i)), t->has_grad[i] = GRAD_REDUCED;
+    const uint32_t o = id_unit(t, U_RS_OUT, u);
+    if (!t->fail && allocsim_alloc(&t->rs, out * 4, &t->h[o]) != ALLOCSIM_OK)
+        t->fail = 1;
+    t->live[o] = 1;
+    trace_note_peak(t);
+}
+
+void fsdp_backward_end(struct tracer *t, const struct stepreplay_shape *sh)
+{
+    fsdp_post_backward(t, sh, (uint32_t)t->layers);
+    release_rs_input(t);
+}
+
+int fsdp_open(struct tracer *t, const struct stepreplay_shape *sh, const allocsim_config *cfg)
+{
+    const size_t n_blocks = 4 * ((size_t)t->layers + 1) + 64;
+    t->unit = malloc((t->np ? t->np : 1) * sizeof *t->unit);
+    t->rs_blocks = calloc(n_blocks, sizeof *t->rs_blocks);
+    if (!t->unit || !t->rs_blocks || allocsim_init(&t->rs, cfg, t->rs_blocks, n_blocks) != ALLOCSIM_OK)
+        return -1;
+    for (size_t i = 0; i < t->np; i++) {
+        const int32_t l = sh->params->t[i].layer;
+        t->unit[i] = l >= 0 && l < sh->layers ? (uint32_t)l : (uint32_t)sh->layers;
+    }
+    return 0;
+}
