@@ -215,6 +215,41 @@ static void test_eager_scores(void **state)
     plan_free(&p);
 }
 
+/* FSDP2 over 2 ranks (stepfsdp.c): each parameter's fp32 shard has half its rows at twice
+ * the bytes of its bf16 whole, so the shards round as test_resident's bf16 parameters do,
+ * 406016 B, and over 4 ranks: a block's q 16x64x4 4096, k and v 2048, o 4096, gate, up,
+ * down 8192 each, two norms of 16 x 4 B (512 rounded): 37888; two blocks 75776, the
+ * embedding and lm_head 250x64x4 64000 each, the final norm 512: 204288. After the steps
+ * the default stream holds the shards and both AdamW states (3 x); the gradients are views
+ * of the reduce-scatter outputs, in the reduce-scatter stream's pool. At the optimizer step
+ * the shards, states and sqrt temporaries (4 x 406016 over 2 ranks) sit beside those
+ * outputs: a block's 18496 elements x 4 B (74240 rounded) each, the root's 64032 x 4 B
+ * (256512): 404992. That pool's small segment (2 MiB) is its own: at least 2 MiB beside the
+ * default stream's. */
+static void test_fsdp2_steps(void **state)
+{
+    (void)state;
+    struct model_plan p;
+    assert_int_equal(tiny_model_plan(&p), 0);
+    const uint32_t w[3] = {32, 32, 32};
+    struct stepreplay_result r2, r4;
+    struct stepreplay_shape sh = tiny_shape(&p, true);
+    sh.kept = false;
+    sh.shards = 2;
+    sh.opt = STEPREPLAY_FOREACH;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r2), 0);
+    assert_int_equal(r2.allocated, 3 * 406016);
+    assert_int_equal(r2.resident, 4 * 406016);
+    assert_true(r2.peak_allocated >= 4 * 406016 + 404992);
+    assert_true(r2.reserved >= 2 * 2 * MIB);
+    assert_true(r2.reserved >= r2.peak_allocated);
+    sh.shards = 4;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r4), 0);
+    assert_int_equal(r4.allocated, 3 * 204288);
+    assert_true(r4.peak_allocated < r2.peak_allocated);
+    plan_free(&p);
+}
+
 /* Out of range: no steps, a zero width, a zero micro-batch, checkpointing with the kept
  * outputs (HF turns the cache off under checkpointing; the op list has no such loop). */
 static void test_steps_arguments(void **state)
@@ -234,6 +269,15 @@ static void test_steps_arguments(void **state)
     assert_int_equal(stepreplay_run(&sh, 4, 32, 1, &r), -1);
     sh.kept = false;
     assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), 0);
+    /* FSDP2: full fine-tuning without autocast only; never the empty-cache loop */
+    sh.shards = 2;
+    assert_int_equal(stepreplay_run(&sh, 4, 32, 1, &r), -1);
+    sh.amp = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), -1);
+    sh.amp = false, sh.full = false;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), -1);
+    sh.full = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), 0);
     plan_free(&p);
 }
 
@@ -247,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_amp_loss_peak),
         cmocka_unit_test(test_lora_steps),
         cmocka_unit_test(test_eager_scores),
+        cmocka_unit_test(test_fsdp2_steps),
         cmocka_unit_test(test_steps_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

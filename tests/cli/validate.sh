@@ -99,7 +99,10 @@ grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6
 # the reserved peaks the phases could not see (foreach temporaries after checkpointing,
 # smoke-00's embedding-sized temporaries, a variable run's steps) are each within 3 % (they
 # were -18.5 .. +13.2 %); the files' reserved medians went 3.8 -> 0.4 % and 3.4 -> 1.0 %, so
-# the bound on them is 1.5 % now (it was 4 %).
+# the bound on them is 1.5 % now (it was 4 %). Since stop 31 FSDP2's steps are replayed too
+# (stepfsdp.c: the reduce-scatter stream's pool, the units' gathers and reduce-scatter
+# inputs): gpu-25min-12/-41/-42/-47's reserved peaks (-7.0 .. -19.7 % before) are each within
+# 3 %, smoke-08's (-24.4 % before; -7.6 % after) within 8 %.
 for own in h100-20261127:27 h200-20261127:30; do
   name=${own%:*}
   "$BIN" validate --measured "$PROJECT/datasets/measured/$name.csv" --out "$TMP/$name.csv" \
@@ -112,8 +115,12 @@ replayed = {"smoke-00", "gpu-25min-00", "gpu-25min-01", "gpu-25min-17", "gpu-25m
             "gpu-25min-23", "gpu-25min-26", "gpu-25min-27", "gpu-25min-28", "gpu-25min-49"}
 off = [(ids[int(r["line"])], r["error_pct"]) for r in rows if r["metric"] == "reserved"
        and ids[int(r["line"])] in replayed and abs(float(r["error_pct"])) > 3.0]
+fsdp2 = {"gpu-25min-12": 3.0, "gpu-25min-41": 3.0, "gpu-25min-42": 3.0, "gpu-25min-47": 3.0,
+         "smoke-08": 8.0}
+off += [(ids[int(r["line"])], r["error_pct"]) for r in rows if r["metric"] == "reserved"
+        and ids[int(r["line"])] in fsdp2 and abs(float(r["error_pct"])) > fsdp2[ids[int(r["line"])]]]
 if off:
-    print(f"{sys.argv[2]}: whole-step replay rows off by more than 3 %: {off}")
+    print(f"{sys.argv[2]}: whole-step replay rows off by more than their bound: {off}")
     sys.exit(1)
 def errors(metric):
     return [abs(float(r["error_pct"])) for r in rows if r["metric"] == metric and r["status"] == "ok"]
