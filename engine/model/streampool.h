@@ -20,8 +20,12 @@
  * forward, and the root's (embedding and lm_head, gathered first) sets the first segment.
  * In backward the result is freed right after its copy-out (one at a time).
  *
- * The gradients' reduce-scatter buffers are not here: since PR #129721 (2024-06, input)
- * and #132445 (2024-08, output) FSDP2 allocates them on the default stream. */
+ * The gradients' reduce-scatter buffers are not here. The input is allocated on the default
+ * stream (since PR #129721, 2024-06). The output, which the sharded gradients view, moved
+ * to the default stream with #132445 (2024-08, before the TT rows' nightly), but at pytorch
+ * @010ae4a8 (2026, the code of our own rows' torch 2.11) foreach_reduce allocates it under
+ * the reduce-scatter stream again ("the GPU sharded gradient is allocated in the RS
+ * stream"): the whole-step replay has that stream's pool (stepfsdp.c); the phases do not. */
 #ifndef LLMEM_STREAMPOOL_H
 #define LLMEM_STREAMPOOL_H
 
