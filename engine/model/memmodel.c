@@ -221,6 +221,26 @@ static void pp_phases(const struct model_plan *p, const struct train_config *c,
     mp->tail_fwd = false;
 }
 
+/* FSDP2's reduce-scatter output, which the sharded gradients view until zero_grad, is
+ * allocated under the reduce-scatter stream (torch distributed/fsdp/_fully_shard/
+ * _fsdp_collectives.py foreach_reduce at pytorch @010ae4a8, the code of the hf stack's torch
+ * 2.11: "the GPU sharded gradient is allocated in the RS stream"), and the caching
+ * allocator hands a cached block only to a request of the stream that freed it
+ * (CUDACachingAllocator.cpp get_free_block). From the first backward on, that pool keeps the
+ * gradients' segments: the phases that count no sharded gradient (forward, loss, the last
+ * block's backward, before any unit is reduced) have them reserved beside their own, and
+ * wholly free, so not held. The hf stacks' FSDP2 with a MixedPrecisionPolicy (FEAT_FSDP_MP:
+ * our harness's adp rows) without accumulation; torchtitan's rows ran a 2024-12 nightly,
+ * when #132445 had the output on the default stream (streampool.h), so not theirs. */
+static void fsdp2_rs_pool(const struct train_config *c, const struct resident *r, struct mem_prepared *mp)
+{
+    if (!(c->features & FEAT_FSDP_MP) || !stack_hf_trainer(c->stack) || c->method != METHOD_ADP || c->dp < 2)
+        return;
+    const enum mem_phase free_in[] = {PHASE_FORWARD, PHASE_LOSS, PHASE_BWD_LAST, PHASE_EVAL};
+    for (size_t i = 0; i < sizeof free_in / sizeof *free_in; i++)
+        mp->stream_free[free_in[i]] = memmodel_round(r->g);
+}
+
 static void fixed_phases(const struct model_plan *p, const struct train_config *c,
                          struct mem_prepared *mp)
 {
@@ -285,6 +305,8 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     /* after the first block: the root unit gathered, its gradient pieces and their cat */
     if (r.root_end)
         set_phase(mp, PHASE_BWD_END, r.w, bwd_grad + r.root_end, r.o, 0, r.root_gather + r.bucket);
+    if (!acc_grad)
+        fsdp2_rs_pool(c, &r, mp);
 }
 
 /* FSDP2's all-gather copy-in stream pool (streampool.h) wherever fully_shard runs with a

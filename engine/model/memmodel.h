@@ -73,6 +73,11 @@ struct mem_prepared {
     uint64_t fixed_r[PHASE_COUNT];        /* the same phases rounded as the allocator does */
     uint64_t side_pool;      /* reserved by FSDP2's all-gather copy-in stream (streampool.h),
                                 in fixed_r; the larger stage's under pp */
+    uint64_t stream_free[PHASE_COUNT]; /* reserved, not held: another stream's cached
+                                segments wholly free in the phase (FSDP2's reduce-scatter
+                                pool between zero_grad and the next reduction,
+                                memmodel.c fsdp2_rs_pool); the allocator releases those
+                                before it fails, so they never decide a fit */
     bool phase_on[PHASE_COUNT];
     /* per-token coefficients of the batch-dependent terms (bytes) */
     uint64_t layer_tok;      /* one block's saved activations per token */

@@ -363,7 +363,7 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         for (int k = TERM_PARAMS; k < TERM_COUNT; k++)
             alloc = bytes_add(alloc, row[k]);
         const uint64_t others = phase_others(opt, mp, &x, ph);
-        e->phase_reserved[ph] = bytes_add(others, x.lg_res[ph]);
+        e->phase_reserved[ph] = bytes_add(bytes_add(others, x.lg_res[ph]), mp->stream_free[ph]);
         if (alloc > e->allocated)
             e->allocated = alloc;
         if (e->phase_reserved[ph] > e->reserved)

@@ -103,9 +103,12 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     snprintf(out->phase, sizeof out->phase, "%s", mem_phase_name(est.peak_phase));
     out->predicted_gib = bytes / (double)GIB;
     out->sweep_gib = out->predicted_gib;
-    if (est.replayed_steps) { /* the sweep's points are not replayed: theirs is the phases' */
+    if (est.replayed_steps) { /* the sweep's points are not replayed: theirs is the phases'
+                                  (over the row's own widths: its data, not the model's) */
         mo.whole_steps = false;
         memmodel_prepare(p, c, &mo, &mp);
+        if (run->n)
+            (void)memmodel_replay_run(p, c, run->w, run->n, &mp);
         memmodel_eval(p, c, &mo, &mp, &est);
         out->sweep_gib = metric_bytes(out->metric, &est, &mp, &ok) / (double)GIB;
     }
