@@ -1,9 +1,10 @@
-/* stepfsdp.c: FSDP2's hooks in the whole-step replay (steptrace.h), as torch 2.11's
- * fully_shard runs them on one rank with MixedPrecisionPolicy(param_dtype=bf16,
- * reduce_dtype=fp32) over fp32 weights, each decoder layer a unit and the model the root
- * (the embedding, final norm and lm_head). Sources: torch/distributed/fsdp/_fully_shard/
- * _fsdp_param_group.py, _fsdp_collectives.py and _fsdp_param.py (pytorch @010ae4a8 and
- * @002a76fb, the same logic as 2.11's):
+/* stepfsdp.c: FSDP2's hooks in the whole-step replay (steptrace.h), as fully_shard runs them
+ * on one rank with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over fp32
+ * weights, each decoder layer a unit and the model the root (the embedding, final norm and
+ * lm_head). Sources: torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py,
+ * _fsdp_collectives.py and _fsdp_param.py at pytorch @010ae4a8 and @002a76fb (2026; our
+ * own rows ran torch 2.11, not read at its tag: the replay meets their reserved peaks within
+ * 1.5 %, README "FSDP2's steps"):
  *
  * - unshard: the all-gather lands in a buffer on the copy-in stream (streampool.h), then
  *   foreach_all_gather_copy_out allocates each parameter's unsharded bf16 storage on the
@@ -39,9 +40,8 @@ void fsdp_unshard(struct tracer *t, const struct stepreplay_shape *sh, uint32_t 
             ta(t, id_param(t, K_CAST, i), padded_numel(sh, i) * sh->ew);
 }
 
-void fsdp_reshard(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u)
+void fsdp_reshard(struct tracer *t, uint32_t u)
 {
-    (void)sh;
     for (size_t i = 0; i < t->np; i++)
         if (t->unit[i] == u && t->live[id_param(t, K_CAST, i)])
             tf(t, id_param(t, K_CAST, i));
@@ -61,7 +61,7 @@ void fsdp_post_backward(struct tracer *t, const struct stepreplay_shape *sh, uin
     for (size_t i = 0; i < t->np; i++)
         if (t->unit[i] == u && t->has_grad[i] == GRAD_LOCAL)
             in += padded_numel(sh, i), out += held_numel(sh, i);
-    fsdp_reshard(t, sh, u);
+    fsdp_reshard(t, u);
     release_rs_input(t);
     if (!in)
         return;
@@ -74,6 +74,18 @@ void fsdp_post_backward(struct tracer *t, const struct stepreplay_shape *sh, uin
         t->fail = 1;
     t->live[o] = 1;
     trace_note_peak(t);
+}
+
+void fsdp_zero_grad(struct tracer *t)
+{
+    for (uint32_t u = 0; u <= (uint32_t)t->layers; u++) {
+        const uint32_t o = id_unit(t, U_RS_OUT, u);
+        if (!t->live[o])
+            continue;
+        if (!t->fail && allocsim_free(&t->rs, t->h[o]) != ALLOCSIM_OK)
+            t->fail = 1;
+        t->live[o] = 0;
+    }
 }
 
 void fsdp_backward_end(struct tracer *t, const struct stepreplay_shape *sh)

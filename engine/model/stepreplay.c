@@ -336,7 +336,7 @@ static void forward(struct tracer *t, const struct stepreplay_shape *sh, uint64_
         if (sh->ckpt)
             trace_ckpt_drop(t, l);
         if (t->unit)
-            fsdp_reshard(t, sh, (uint32_t)l);
+            fsdp_reshard(t, (uint32_t)l);
         x = id_slot(t, l, S_OUT);
         if (sh->kept) { /* the DynamicCache's K (after RoPE) and V of every block */
             tmove(t, id_kept(t, gen, 2 * l), id_slot(t, l, S_KC));

@@ -18,6 +18,12 @@
  * checkpointed step reserves 4.6 GiB beyond the fused step's, every sqrt(exp_avg_sq) in a
  * new segment; the phases' model, each phase on its own, cannot see it).
  *
+ * FSDP2 (stepreplay_shape.shards, stepfsdp.c) adds what fully_shard allocates on the default
+ * stream and the reduce-scatter stream's own pool: the sharded gradients' segments, which the
+ * next step's activations cannot take, and each unit's fp32 reduce-scatter input (our own
+ * gpu-25min-47, Llama-3.1-8B over 8 ranks: 28.31 GiB reserved, the phases 22.72, the replay
+ * 28.30 with the copy-in stream's pool).
+ *
  * The replay runs once per configuration and micro-batch/length (three steps of 4 x 4096
  * tokens of Llama-3.1-70B: explain takes 0.30 s with it, 0.03 s without; README "The
  * memory model"); the sweep's points never call it

@@ -84,12 +84,8 @@ void trace_zero_grad(struct tracer *t)
             tf(t, id_param(t, K_GRAD, i));
         t->has_grad[i] = GRAD_NONE;
     }
-    for (uint32_t u = 0; t->unit && u <= (uint32_t)t->layers; u++)
-        if (t->live[id_unit(t, U_RS_OUT, u)]) {
-            if (!t->fail && allocsim_free(&t->rs, t->h[id_unit(t, U_RS_OUT, u)]) != ALLOCSIM_OK)
-                t->fail = 1;
-            t->live[id_unit(t, U_RS_OUT, u)] = 0;
-        }
+    if (t->unit)
+        fsdp_zero_grad(t);
 }
 
 void trace_note_peak(struct tracer *t)

@@ -151,8 +151,10 @@ void trace_ckpt_drop(struct tracer *t, int32_t l);
 void trace_optimizer_step(struct tracer *t, const struct stepreplay_shape *sh, bool *have_states);
 /* FSDP2's hooks on unit u (a layer; `layers`: the root) (stepfsdp.c). */
 void fsdp_unshard(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u);
-void fsdp_reshard(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u);
+void fsdp_reshard(struct tracer *t, uint32_t u);
 void fsdp_post_backward(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u);
+/* zero_grad: the reduce-scatter outputs, which the sharded gradients view, die. */
+void fsdp_zero_grad(struct tracer *t);
 /* The root's post-backward callback: the root's reduction, then its input buffer freed. */
 void fsdp_backward_end(struct tracer *t, const struct stepreplay_shape *sh);
 /* The units of the parameters and the reduce-scatter stream's pool; -1 when memory runs out. */
