@@ -165,7 +165,9 @@ struct mem_prepared {
      * (memmodel_replay_run; the caller's array, alive while the point is evaluated) */
     bool replay_steps;
     uint32_t replay_shards;  /* FSDP2's ranks when the replayed steps are FSDP2's (stepfsdp.c);
-                                0: one GPU */
+                                0: one GPU's, or a DDP replica's */
+    uint64_t replay_buckets; /* DDP: its gradient buckets, allocated at construction and kept,
+                                beside the replayed step (memmodel.c replay_setup) */
     const uint32_t *run_w;
     size_t run_n;
 };

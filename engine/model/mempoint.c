@@ -82,8 +82,9 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
         return 0;
     *steps = (uint32_t)n;
     /* FSDP2: every trained byte is in the replay; its all-gather copy-in stream's pool
-     * beside it (streampool.h) */
-    const uint64_t beside = sh.shards ? mp->side_pool : beside_replay(mp, r.resident);
+     * beside it (streampool.h). DDP: its buckets beside the replica's step */
+    const uint64_t beside = sh.shards ? mp->side_pool
+                                      : bytes_add(beside_replay(mp, r.resident), mp->replay_buckets);
     return bytes_add(bytes_add(r.reserved, beside), opt->ws_res);
 }
 
