@@ -159,6 +159,19 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 assert j["replayed_steps"] == 3 and j["phases_reserved_bytes"] < j["reserved_bytes"], j
 PY
+# DDP: a replica's replayed step, its buckets beside it. Worked by hand: Llama-3.2-1B's
+# 1,235,814,400 trained fp32 gradients copied once, 4,943,257,600 B, rounded up to the
+# allocator's 2 MiB (2358 x 2,097,152 = 4,945,084,416 B) above the one-GPU run of the same step
+for id in gpu-25min-00 gpu-25min-13; do
+  "$BIN" explain --measured "$M/h200-20261127.csv" --id "$id" --format json > "$TMP/$id.json" \
+    || fail "explain $id json"
+done
+python3 - "$TMP/gpu-25min-00.json" "$TMP/gpu-25min-13.json" <<'PY' || fail "DDP's replay is not one GPU's plus its buckets"
+import json, sys
+one, ddp = (json.load(open(f)) for f in sys.argv[1:3])
+assert one["replayed_steps"] == 3 and ddp["replayed_steps"] == 3, (one, ddp)
+assert ddp["reserved_bytes"] - one["reserved_bytes"] == 4945084416, ddp["reserved_bytes"] - one["reserved_bytes"]
+PY
 # a point the replay does not cover (variable data, no widths) says nothing of it
 "$BIN" explain --model meta-llama/Llama-3.2-1B --finetune full --micro-batch 4 --seq 1024 \
   --format json > "$TMP/nr.json" || fail "explain json, variable data"
