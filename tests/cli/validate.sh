@@ -103,7 +103,8 @@ grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6
 # (stepfsdp.c: the reduce-scatter stream's pool, the units' gathers and reduce-scatter
 # inputs): gpu-25min-12/-41/-42/-47's reserved peaks (-7.0 .. -19.7 % before) are each within
 # 3 %, smoke-08's (-24.4 % before; -7.6 % after) within 8 %; DDP's replica step with its
-# buckets beside it, gpu-25min-13/-43 (-3.6 % before), within 3 %.
+# buckets beside it, gpu-25min-13/-43 (-3.6 % before), within 3 %. The files' reserved medians
+# are 0.4 and 0.7 % now (0.4 and 1.0 before): the bound is 1.0 % (it was 1.5).
 for own in h100-20261127:27 h200-20261127:30; do
   name=${own%:*}
   "$BIN" validate --measured "$PROJECT/datasets/measured/$name.csv" --out "$TMP/$name.csv" \
@@ -129,7 +130,7 @@ e, res = errors("allocated"), errors("reserved")
 print(f"{sys.argv[2]} allocated: {len(e)} rows, median {statistics.median(e):.2f} %, max {max(e):.2f} %;"
       f" reserved: median {statistics.median(res):.2f} %")
 sys.exit(0 if len(e) == int(sys.argv[3]) and statistics.median(e) <= 0.5 and max(e) <= 3.0
-         and statistics.median(res) <= 1.5 else 1)
+         and statistics.median(res) <= 1.0 else 1)
 PY
 done
 finish
