@@ -197,10 +197,14 @@ static void csv_row(FILE *f, const struct validate_row *r)
         fprintf(f, ",%.0f,%.0f", r->measured_tps, r->predicted_tps);
     else
         fputs(",,", f);
-    if (ok && r->band.level >= 0) /* the band (validate_band.h) */
-        fprintf(f, ",%.3f,%.3f\n", r->sweep_gib * r->band.lo, r->sweep_gib * r->band.hi);
+    if (ok && r->band.level >= 0) /* the band (validate_band.h), a factor on the sweep's value */
+        fprintf(f, ",%.3f,%.3f", r->sweep_gib * r->band.lo, r->sweep_gib * r->band.hi);
     else
-        fputs(",,\n", f);
+        fputs(",,", f);
+    if (ok)
+        fprintf(f, ",%.3f\n", r->sweep_gib);
+    else
+        fputs(",\n", f);
 }
 
 int validate_out_csv(const char *path, const struct validate_row *rows, size_t n,
@@ -209,9 +213,10 @@ int validate_out_csv(const char *path, const struct validate_row *rows, size_t n
     struct outfile out;
     if (outfile_open(&out, path, e) != 0)
         return -1;
-    /* DESIGN.md's columns, then the throughput (an extension: README) */
+    /* DESIGN.md's columns, then the throughput and the sweep's prediction (extensions: README) */
     fputs("file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status,"
-          "measured_tokens_s_gpu,predicted_tokens_s_gpu,predicted_lo_gib,predicted_hi_gib\n",
+          "measured_tokens_s_gpu,predicted_tokens_s_gpu,predicted_lo_gib,predicted_hi_gib,"
+          "sweep_gib\n",
           out.f);
     for (size_t i = 0; i < n; i++)
         csv_row(out.f, &rows[i]);

@@ -8,8 +8,8 @@ tail -17 "$TMP/report.txt"
 rows=$(($(wc -l < "$PROJECT/datasets/measured/public.csv") - 1))
 got=$(($(wc -l < "$TMP/v.csv") - 1))
 [ "$rows" = "$got" ] || fail "validate wrote $got rows for $rows measured rows"
-head -1 "$TMP/v.csv" | grep -qx 'file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status,measured_tokens_s_gpu,predicted_tokens_s_gpu,predicted_lo_gib,predicted_hi_gib' \
-  || fail "validation CSV header (DESIGN.md's columns, then the throughput extension)"
+head -1 "$TMP/v.csv" | grep -qx 'file,line,source,model,metric,measured_gib,predicted_gib,error_pct,status,measured_tokens_s_gpu,predicted_tokens_s_gpu,predicted_lo_gib,predicted_hi_gib,sweep_gib' \
+  || fail "validation CSV header (DESIGN.md's columns, then the throughput and sweep extensions)"
 # the speed model against the throughput the torchtune tables print
 grep -qx 'speed (tokens/s per GPU)' "$TMP/report.txt" || fail "no speed summary"
 grep -Eq '^all +[0-9]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+ +[0-9]+ +[0-9.]+$' "$TMP/report.txt" \
@@ -20,9 +20,9 @@ grep -q '^TTF-01 .*sequence length is a cap' "$TMP/report.txt" \
 "$BIN" validate --measured "$PROJECT/datasets/measured/throughput.csv" --out "$TMP/t.csv" \
   > "$TMP/t.txt" || fail "validate on throughput.csv"
 grep -Eq '^LF +209 ' "$TMP/t.txt" || fail "209 llm-foundry rows compared"
-grep -q '"LF","llm-foundry/mpt-7b",none,0.000,,,"skipped: throughput only (metric none)",[0-9]*,[0-9]*,[0-9.]*,[0-9.]*$' \
+grep -q '"LF","llm-foundry/mpt-7b",none,0.000,,,"skipped: throughput only (metric none)",[0-9]*,[0-9]*,[0-9.]*,[0-9.]*,$' \
   "$TMP/t.csv" || fail "a throughput-only row in the CSV"
-grep -q '"TTF","meta-llama/Llama-3.2-3B-Instruct",allocated,60.000,.*,7075,[0-9][0-9]*,[0-9.]*,[0-9.]*$' "$TMP/v.csv" \
+grep -q '"TTF","meta-llama/Llama-3.2-3B-Instruct",allocated,60.000,.*,7075,[0-9][0-9]*,[0-9.]*,[0-9.]*,[0-9.]*$' "$TMP/v.csv" \
   || fail "TTF-02's throughput and its prediction in the CSV"
 grep -q 'skipped: ' "$TMP/v.csv" || fail "no skipped rows listed with a reason"
 # issue 4: no grade A/B row beyond 30 % (rows measured below their own configuration's

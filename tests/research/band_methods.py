@@ -45,7 +45,7 @@ def rows_of(binary):
         res.append(dict(src=r["source"], stack=m.get("stack") or "hf", ft=m["finetune"],
                         data=m.get("data") or ("packed" if fixed else "variable"),
                         metric=r["metric"], meas=float(r["measured_gib"]),
-                        pred=float(r["predicted_gib"])))
+                        pred=float(r["sweep_gib"])))  # the band's residuals are the sweep's
     line = [l.split() for l in summary.splitlines() if l.startswith("all ")][-1]
     return res, (int(line[3]), int(line[1]))
 
