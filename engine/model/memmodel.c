@@ -230,11 +230,17 @@ static void pp_phases(const struct model_plan *p, const struct train_config *c,
  * gradients' segments: the phases that count no sharded gradient (forward, loss, the last
  * block's backward, before any unit is reduced) have them reserved beside their own, and
  * wholly free, so not held. The hf stacks' FSDP2 with a MixedPrecisionPolicy (FEAT_FSDP_MP:
- * our harness's adp rows) without accumulation; torchtitan's rows ran a 2024-12 nightly,
- * when #132445 had the output on the default stream (streampool.h), so not theirs. */
+ * our harness's adp rows) without accumulation. The code before (pytorch @415cc262, 2024:
+ * "The RS output is allocated in the RS stream") and after (@010ae4a8) allocates it there
+ * (#132445, 2024-08, proposed the default stream; the later code does not show it).
+ * torchtitan is left out: with the same term its TT rows move toward their measurements
+ * (median 4.9 -> 4.3 %) but AOF8-08/09/12 (torchtitan 6fc499f, [norm, output] units) go
+ * from +4 to +15 %, so another of their terms is high by about the pool's size; until it is
+ * found, adding the pool there would trade one error for another (README "FSDP2's steps"). */
 static void fsdp2_rs_pool(const struct train_config *c, const struct resident *r, struct mem_prepared *mp)
 {
-    if (!(c->features & FEAT_FSDP_MP) || !stack_hf_trainer(c->stack) || c->method != METHOD_ADP || c->dp < 2)
+    if (!(c->features & FEAT_FSDP_MP) || !(c->features & FEAT_FSDP) || !stack_hf_trainer(c->stack) ||
+        c->dp < 2 || c->method != METHOD_ADP)
         return;
     const enum mem_phase free_in[] = {PHASE_FORWARD, PHASE_LOSS, PHASE_BWD_LAST, PHASE_EVAL};
     for (size_t i = 0; i < sizeof free_in / sizeof *free_in; i++)

@@ -21,11 +21,13 @@
  * In backward the result is freed right after its copy-out (one at a time).
  *
  * The gradients' reduce-scatter buffers are not here. The input is allocated on the default
- * stream (since PR #129721, 2024-06). The output, which the sharded gradients view, moved
- * to the default stream with #132445 (2024-08, before the TT rows' nightly), but at pytorch
- * @010ae4a8 (2026, the code of our own rows' torch 2.11) foreach_reduce allocates it under
- * the reduce-scatter stream again ("the GPU sharded gradient is allocated in the RS
- * stream"): the whole-step replay has that stream's pool (stepfsdp.c); the phases do not. */
+ * stream (since PR #129721, 2024-06, whose description keeps "the reduce-scatter outputs
+ * ... in the separate reduce_scatter stream"). The output, which the sharded gradients
+ * view, is allocated under the reduce-scatter stream in the code before (@415cc262) and
+ * after (@010ae4a8, 2026: "the GPU sharded gradient is allocated in the RS stream");
+ * #132445 (2024-08) proposed the default stream, and the later code does not show it. That
+ * pool is the whole-step replay's second allocator (stepfsdp.c) and, in the phases,
+ * memmodel.c fsdp2_rs_pool. */
 #ifndef LLMEM_STREAMPOOL_H
 #define LLMEM_STREAMPOOL_H
 
