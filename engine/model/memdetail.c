@@ -471,7 +471,8 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
     f->tmp = ph == PHASE_OPTIMIZER ? r->tmp : 0;
     f->bucket = r->bucket;
     f->gather_bwd = ph == PHASE_BWD_LAST || ph == PHASE_BWD_FIRST;
-    f->gather = ph == PHASE_OPTIMIZER ? 0 : f->gather_bwd ? r->gather_bwd : r->gather_fwd;
+    f->gather = ph == PHASE_OPTIMIZER ? 0 : ph == PHASE_BWD_LAST ? r->gather_bwd_last
+              : f->gather_bwd ? r->gather_bwd : r->gather_fwd;
     if (c->method == METHOD_PP) {
         /* FSDP stages (torchtitan) hold their unsharded accumulated gradients until the step */
         const bool fsdp = c->stack == STACK_TORCHTITAN;

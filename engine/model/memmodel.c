@@ -115,7 +115,7 @@ static void fsdp_stage_held(const struct model_plan *p, const struct train_confi
     const double acc = train_mixed(c) || c->precision == PREC_FP32 ? 4.0 : 2.0;
     /* float8 all-gather: the stage's block Linears gathered in float8 */
     const double lin = float8_allgather(c) ? (double)pp_stage_layers(p, c, last) * (double)p->layer_linear_w : 0.0;
-    r->gather_fwd = r->gather_bwd = (uint64_t)(((stage_p - lin) * gb + lin) / (double)c->tp);
+    r->gather_fwd = r->gather_bwd = r->gather_bwd_last = (uint64_t)(((stage_p - lin) * gb + lin) / (double)c->tp);
     r->acc = (uint64_t)(trained * acc);
 }
 
@@ -201,7 +201,8 @@ static void pp_phases(const struct model_plan *p, const struct train_config *c,
     set_phase(mp, PHASE_BWD_FIRST, f.w, fsdp ? f.acc : f.g, f.o, f.amp_one + f.dequant, f.gather_bwd + f.bucket);
     set_phase(mp, PHASE_LOSS, l.w, fsdp ? l.acc : l.g, l.o, l.amp_all + l.dequant_head + l.amp_head,
               l.gather_fwd + l.bucket);
-    set_phase(mp, PHASE_BWD_LAST, l.w, fsdp ? l.acc : l.g, l.o, l.amp_all + l.dequant, l.gather_bwd + l.bucket);
+    set_phase(mp, PHASE_BWD_LAST, l.w, fsdp ? l.acc : l.g, l.o, l.amp_all + l.dequant,
+              l.gather_bwd_last + l.bucket);
     const struct resident *big = f.w + f.g + f.o + f.tmp > l.w + l.g + l.o + l.tmp ? &f : &l;
     set_phase(mp, PHASE_OPTIMIZER, big->w, big->g, big->o + big->tmp, 0, big->bucket);
     mp->paged = f.paged > l.paged ? f.paged : l.paged; /* a stage's paged states */
@@ -302,7 +303,7 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     /* FSDP1 (root_grads): the lm_head's gradient piece is held through backward, beside the
      * accumulated gradients (without accumulation it is head_grad itself at the last block) */
     const uint64_t last_grad = acc_grad ? head_grad + r.root_hold : head_grad;
-    set_phase(mp, PHASE_BWD_LAST, r.w, last_grad, r.o, amp_fwd + r.dequant, r.gather_bwd + r.bucket);
+    set_phase(mp, PHASE_BWD_LAST, r.w, last_grad, r.o, amp_fwd + r.dequant, r.gather_bwd_last + r.bucket);
     set_phase(mp, PHASE_BWD_FIRST, r.w, bwd_grad + r.root_hold, r.o, r.amp_one + r.dequant,
               r.gather_bwd + r.bucket);
     set_phase(mp, PHASE_OPTIMIZER, r.w, r.g, r.o + r.tmp, 0, r.bucket);
@@ -388,6 +389,7 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
         .trained = r.trained, .frozen = r.frozen, .w = r.w, .g = r.g, .o = r.o, .tmp = r.tmp,
         .amp_all = r.amp_all, .amp_one = r.amp_one, .dequant = r.dequant,
         .dequant_head = r.dequant_head, .amp_head = r.amp_head, .gather_fwd = r.gather_fwd, .gather_bwd = r.gather_bwd,
+        .gather_bwd_last = r.gather_bwd_last,
         .bucket = r.bucket, .paged = r.paged, .paged_one = r.paged_one, .host = r.host, .acc = r.acc,
         .root_hold = r.root_hold, .root_end = r.root_end, .root_gather = r.root_gather,
         .g_frozen = r.g_frozen,

@@ -208,6 +208,7 @@ struct mem_resident {
     uint64_t dequant, dequant_head; /* a dequantized block Linear, the dequantized lm_head */
     uint64_t amp_head;        /* autocast's 16-bit copy of an fp32 lm_head outside amp_all (loss) */
     uint64_t gather_fwd, gather_bwd, bucket; /* gathered units, gradient buckets */
+    uint64_t gather_bwd_last; /* gathered in the last block's backward */
     uint64_t paged, host;     /* managed-memory optimizer states; host memory (offload) */
     uint64_t paged_one;       /* the largest parameter's managed-memory states */
     uint64_t acc;             /* gradients accumulated unsharded over a pipelined step */

@@ -141,7 +141,8 @@ static void root_grads(const struct model_plan *p, const struct train_config *c,
  * is resharded after its backward. So the forward's last block is gathered alone and the
  * loss has norm and output alone (the one forward figure takes the larger); the last block's
  * backward holds it and the prefetched block, the first block's it and the prefetched
- * embedding (the one backward figure takes the larger), beside a block's gradient. */
+ * embedding, beside a block's gradient: gather_bwd_last is the former, gather_bwd the larger
+ * of the two. */
 static void zero3_end_units(const struct model_plan *p, const struct train_config *c,
                             struct resident *r, double unit, uint64_t unit_grad)
 {
@@ -149,6 +150,7 @@ static void zero3_end_units(const struct model_plan *p, const struct train_confi
     const double head = plan_head_rank(p, c) * gb, emb = plan_embed_rank(p, c) * gb;
     r->gather_fwd = (uint64_t)(head > unit ? head : unit);
     r->gather_bwd = (uint64_t)(unit + (emb > unit ? emb : unit)) + unit_grad;
+    r->gather_bwd_last = (uint64_t)(2 * unit) + unit_grad;
 }
 
 static void zero3_gather(const struct model_plan *p, const struct train_config *c,
@@ -159,6 +161,7 @@ static void zero3_gather(const struct model_plan *p, const struct train_config *
     if (!(c->features & FEAT_FSDP)) {
         double all = (double)(p->params - p->embed_p) / (double)c->tp + plan_embed_rank(p, c);
         r->gather_fwd = r->gather_bwd = (uint64_t)(all * (double)gb * (1.0 - 1.0 / (double)c->dp));
+        r->gather_bwd_last = r->gather_bwd;
         return;
     }
     const double unit = resident_gathered_block_bytes(p, c, layer, (double)gb);
@@ -175,7 +178,7 @@ static void zero3_gather(const struct model_plan *p, const struct train_config *
         return;
     }
     r->gather_fwd = (uint64_t)(root * (double)gb + unit);
-    r->gather_bwd = (uint64_t)(root * (double)gb + 2 * unit) + unit_grad;
+    r->gather_bwd = r->gather_bwd_last = (uint64_t)(root * (double)gb + 2 * unit) + unit_grad;
 }
 
 /* The methods whose module lives in 16 bit with the fp32 master copy in the optimizer

@@ -20,6 +20,8 @@ struct resident {
                                  quantized base, or trained, tied or not), out of amp_all,
                                  saved by its matmul until the lm_head's backward */
     uint64_t gather_fwd, gather_bwd, bucket;
+    uint64_t gather_bwd_last; /* gathered in the last block's backward (gather_bwd: the larger
+                                 of both backward phases') */
     uint64_t paged;           /* optimizer states bitsandbytes keeps in managed memory */
     uint64_t paged_one;       /* ... of them, the largest parameter's (what must fit) */
     uint64_t acc;             /* gradients accumulated unsharded over a pipelined step */
