@@ -314,6 +314,8 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
         set_phase(mp, PHASE_BWD_END, r.w, bwd_grad + r.root_end, r.o, 0, r.root_gather + r.bucket);
     if (!acc_grad)
         fsdp2_rs_pool(c, &r, mp);
+    if (c->method == METHOD_CDP) /* beside a replayed step (replay_setup) */
+        mp->replay_buckets = memmodel_round(r.bucket);
 }
 
 /* FSDP2's all-gather copy-in stream pool (streampool.h) wherever fully_shard runs with a
@@ -779,11 +781,6 @@ static void replay_setup(const struct model_plan *p, const struct train_config *
         (c->features & FEAT_FLASH_ATTN) || (!one && (c->features & FEAT_EMPTY_CACHE)))
         return;
     mp->replay_shards = fsdp2 ? (uint32_t)c->dp : 0;
-    if (ddp) {
-        struct resident r;
-        resident_terms(p, c, &r);
-        mp->replay_buckets = memmodel_round(r.bucket);
-    }
     if (!(c->features & FEAT_EMPTY_CACHE)) {
         /* full fine-tuning (under autocast over fp32 weights, or bf16-pure), or LoRA with
          * fp32 adapters on the block Linears of a 16-bit base, with or without autocast */

@@ -166,8 +166,8 @@ struct mem_prepared {
     bool replay_steps;
     uint32_t replay_shards;  /* FSDP2's ranks when the replayed steps are FSDP2's (stepfsdp.c);
                                 0: one GPU's, or a DDP replica's */
-    uint64_t replay_buckets; /* DDP: its gradient buckets, allocated at construction and kept,
-                                beside the replayed step (memmodel.c replay_setup) */
+    uint64_t replay_buckets; /* DDP: its gradient buckets (rounded), allocated at construction
+                                and kept: beside a replayed step (memmodel.c replay_setup) */
     const uint32_t *run_w;
     size_t run_n;
 };

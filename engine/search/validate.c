@@ -59,6 +59,17 @@ struct row_run {
     size_t n; /* 0: not given, the model's LP_RUN_STEPS-step run */
 };
 
+/* The model's estimate of c under mo, over the row's own variable-length run when it has
+ * one (Liger's path has no tensors to replay: the model's run stands then). */
+static void estimate(struct model_plan *p, const struct train_config *c, const struct mem_options *mo,
+                     const struct row_run *run, struct mem_prepared *mp, struct mem_estimate *est)
+{
+    memmodel_prepare(p, c, mo, mp);
+    if (run->n)
+        (void)memmodel_replay_run(p, c, run->w, run->n, mp);
+    memmodel_eval(p, c, mo, mp, est);
+}
+
 /* The model's prediction (with rules when they bind) for the row's metric, in bytes; a
  * row's own variable-length run replaces the model's through the allocator replay.
  * Returns NULL, or why the row cannot be predicted (written into why). */
@@ -79,10 +90,7 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
         plan_chunk(p);
     struct mem_prepared mp;
     struct mem_estimate est;
-    memmodel_prepare(p, c, &mo, &mp);
-    if (run->n) /* Liger's path has no tensors to replay: the model's run stands */
-        (void)memmodel_replay_run(p, c, run->w, run->n, &mp);
-    memmodel_eval(p, c, &mo, &mp, &est);
+    estimate(p, c, &mo, run, &mp, &est);
     if (out->measured_tps > 0 && g)
         predict_speed(p, c, g, exact_seq, est.paged_moved, out);
     if (!strcmp(out->metric, "none"))
@@ -106,10 +114,7 @@ static const char *predict_bytes(struct model_plan *p, const struct train_config
     if (est.replayed_steps) { /* the sweep's points are not replayed: theirs is the phases'
                                   (over the row's own widths: its data, not the model's) */
         mo.whole_steps = false;
-        memmodel_prepare(p, c, &mo, &mp);
-        if (run->n)
-            (void)memmodel_replay_run(p, c, run->w, run->n, &mp);
-        memmodel_eval(p, c, &mo, &mp, &est);
+        estimate(p, c, &mo, run, &mp, &est);
         out->sweep_gib = metric_bytes(out->metric, &est, &mp, &ok) / (double)GIB;
     }
     if (strcmp(out->metric, "reserved-delta") != 0) { /* allocated <= reserved <= device */
