@@ -55,10 +55,10 @@ struct mem_options {
     uint64_t capacity_bytes;   /* what the caching allocator can reserve on the GPU (its
                                   memory less the context); 0 = no limit */
     bool whole_steps;    /* reserved from whole steps replayed through the allocator model
-                            where stepreplay.c covers the configuration (validate, explain):
-                            0.27 s a configuration for Llama-3.1-70B (README "The memory
-                            model"), so never on the sweep's points (a --data packed
-                            report's 32,040 rows: 0.56 -> 21 s) */
+                            where stepreplay.c covers the configuration (validate, explain's
+                            point, not its suggested changes): about 17 ms a configuration for
+                            Llama-3.1-70B (README "The memory model"), so never on the sweep's
+                            points (a --data packed report's 32,040 rows: 0.56 -> 21 s) */
 };
 
 /* The options of GPU g (NULL: no context, the default workspace and NCCL sizes of gpu.h):

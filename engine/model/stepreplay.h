@@ -25,8 +25,8 @@
  * 28.30 with the copy-in stream's pool).
  *
  * The replay runs once per configuration and micro-batch/length (three steps of 4 x 4096
- * tokens of Llama-3.1-70B: explain takes 0.30 s with it, 0.03 s without; README "The
- * memory model"); the sweep's points never call it
+ * tokens of Llama-3.1-70B: about 17 ms; README "The memory model"); the sweep's points
+ * never call it
  * (memmodel.h mem_options.whole_steps), so it may allocate its workspace. */
 #ifndef LLMEM_STEPREPLAY_H
 #define LLMEM_STEPREPLAY_H

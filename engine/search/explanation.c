@@ -68,8 +68,13 @@ int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
     }
     if (par->detail)
         memdetail_build(p, &pt->cfg, &s->mem, &pt->mem, pt->mem.peak_phase, &x->detail);
-    if (!pt->fits)
+    if (!pt->fits) { /* the changes are sweep points, which fit by the held peak: no whole
+                        steps replayed for them (memmodel.h mem_options.whole_steps) */
+        const bool whole = s->mem.whole_steps;
+        s->mem.whole_steps = false;
         x->nchanges = answer_suggest(s, model, &pt->cfg, x->changes, ANSWER_SUGGEST_MAX);
+        s->mem.whole_steps = whole;
+    }
     return 0;
 }
 
