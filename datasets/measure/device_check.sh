@@ -10,10 +10,10 @@
 #
 # 1. versions.txt: python, torch, transformers, peft, accelerate, bitsandbytes, nvidia-smi.
 # 2. The smoke gate: three configurations of the smoke grid (our loop, the HF Trainer, FSDP on
-#    the fake process group; 2 minutes at most). An API change of the installed libraries
+#    the fake process group; 2 minutes at most); for another MEASURE_GRID, its first one. An API change of the installed libraries
 #    shows there, before the big grid spends the lease.
-# 3. If the gate measured at least one row, gpu-25min in its order (its order is its
-#    priority) until MEASURE_SECONDS (default 560) after the start: no configuration starts
+# 3. If the gate measured at least one row, MEASURE_GRID (default gpu-25min) in its order (its
+#    order is its priority) until MEASURE_SECONDS (default 560) after the start: no configuration starts
 #    in the last 40 s, and one still running at the deadline is stopped, so the files below are
 #    always written. Re-running resumes: rows already ok or oom are kept only if the first
 #    call's measured.csv is carried back in (MEASURE_RESUME=FILE, a path in the repository).
@@ -27,6 +27,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-${TMPDIR:-/tmp}/measure-out}
 seconds=${MEASURE_SECONDS:-560}
+grid=${MEASURE_GRID:-gpu-25min}
 gate_seconds=120
 case $seconds in
 '' | *[!0-9]*) echo "device_check.sh: MEASURE_SECONDS must be whole seconds, got '$seconds'" >&2; exit 2 ;;
@@ -40,7 +41,7 @@ export PYTHONUNBUFFERED=1
 
 if [ "${MEASURE_DRY:-0}" = 1 ]; then
     "$py" "$here/measure.py" --grid smoke --dry-run || exit 2
-    "$py" "$here/measure.py" --grid gpu-25min --dry-run || exit 2
+    "$py" "$here/measure.py" --grid "$grid" --dry-run || exit 2
     exit 0
 fi
 
@@ -80,8 +81,13 @@ measure() {
 }
 minutes() { awk -v s="$1" 'BEGIN { printf "%.2f", s / 60 }'; }
 
+# Another grid is its own gate: its first configuration (the new code path, in seconds).
+gate_grid=smoke gate_only='smoke-(00|05|08)'
+if [ "$grid" != gpu-25min ]; then
+    gate_grid=$grid gate_only="^$grid-00 "
+fi
 start=$(date +%s)
-measure smoke 'smoke-(00|05|08)' "$gate_seconds"
+measure "$gate_grid" "$gate_only" "$gate_seconds"
 ok_rows=$("$py" -c 'import csv, sys
 try:
     print(sum(r.get("status") == "ok" for r in csv.DictReader(open(sys.argv[1], newline=""))))
@@ -91,7 +97,7 @@ if [ "$ok_rows" = 0 ]; then
     echo "device_check.sh: the smoke gate measured no row; the big grid is not started (see measure.log)"
     status=1
 else
-    measure gpu-25min . $(( start + seconds - $(date +%s) ))
+    measure "$grid" . $(( start + seconds - $(date +%s) ))
     status=0
 fi
 

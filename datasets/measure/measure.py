@@ -245,6 +245,10 @@ def row_features(cfg):
     # prepare_model_for_kbit_training (README "A k-bit base prepared for training")
     if cfg.get("quant", "none") != "none" and "kbit-prep" not in f:
         f.append("no-kbit-prep")
+    if cfg.get("method") == "fsdp1":
+        # FullyShardedDataParallel (flat parameters), the FSDP llmem-sweep's stack hf assumes;
+        # named so that a reader never takes the row for FSDP2
+        f.append("fsdp1")
     if cfg.get("method") == "adp" and cfg.get("precision") in ("bf16", "fp16"):
         # fully_shard with MixedPrecisionPolicy(param_dtype, reduce_dtype=fp32) and no
         # autocast (measure_worker.parallelize)
@@ -264,7 +268,8 @@ def base_row(cfg, cid, result, env):
     tps = "" if tps is None or method != "single" else f"{tps:.0f}"
     variable = cfg.get("data", "packed") == "variable"
     return {
-        "model": cfg["model"], "method": method, "gpus": gpus,
+        # FSDP1 and FSDP2 are both the method adp (DESIGN.md); the features say which
+        "model": cfg["model"], "method": "adp" if method == "fsdp1" else method, "gpus": gpus,
         "tp": gpus if method == "tp" else 1,
         "micro_batch": cfg["micro_batch"], "seq_len": cfg["seq_len"],
         "precision": cfg["precision"], "finetune": cfg["finetune"],

@@ -382,6 +382,8 @@ def parallelize(model, cfg, notes):
     layers = decoder_layers(model)
     if not layers:
         raise RuntimeError("no decoder layers found (_no_split_modules)")
+    if method == "fsdp1":
+        return fsdp1_wrap(model, cfg, layers, notes)
     if method == "adp":
         try:
             from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -418,6 +420,50 @@ def parallelize(model, cfg, notes):
     notes.append(f"wrap=tensor parallel q/k/v/gate/up colwise, o/down rowwise ({len(layers)})"
                  + ("" if tied or head is None else ", lm_head colwise, logits gathered"))
     return model, True
+
+
+def fsdp1_mixed_precision(half, notes):
+    """FSDP1's MixedPrecision as the installed accelerate builds it for mixed_precision bf16/fp16
+    (FullyShardedDataParallelPlugin.set_mixed_precision); PyTorch's own class with every dtype
+    16-bit, accelerate's documented default, when the plugin cannot be built here."""
+    from torch.distributed.fsdp import MixedPrecision
+    name = "bf16" if half == torch.bfloat16 else "fp16"
+    try:
+        from accelerate.utils import FullyShardedDataParallelPlugin
+        try:
+            plugin = FullyShardedDataParallelPlugin(fsdp_version=1)
+        except TypeError:  # accelerate < 1.6 knows FSDP1 only
+            plugin = FullyShardedDataParallelPlugin()
+        plugin.set_mixed_precision(name)
+        mp, origin = plugin.mixed_precision_policy, "accelerate"
+    except Exception as e:  # record why, measure with the documented default
+        mp, origin = None, f"fallback ({type(e).__name__})"
+    if not isinstance(mp, MixedPrecision):
+        mp = MixedPrecision(param_dtype=half, reduce_dtype=half, buffer_dtype=half)
+    notes.append(f"fsdp1_mp={origin} param={mp.param_dtype} reduce={mp.reduce_dtype} "
+                 f"buffer={mp.buffer_dtype}".replace("torch.", ""))
+    return mp
+
+
+def fsdp1_wrap(model, cfg, layers, notes):
+    """FullyShardedDataParallel as HF Trainer runs it through accelerate: one unit per decoder
+    block (transformer_auto_wrap_policy on _no_split_modules) and the root, FULL_SHARD,
+    use_orig_params=True (TrainingArguments' fsdp_config default, which PEFT needs for frozen and
+    trainable parameters in one unit), PyTorch's defaults otherwise (BACKWARD_PRE prefetch,
+    limit_all_gathers, no forward prefetch). Mixed precision is MixedPrecision under autocast:
+    accelerate wraps the model's forward in autocast as well, so autocast is kept."""
+    from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+    mp = None
+    if cfg["precision"] in ("bf16", "fp16"):
+        mp = fsdp1_mixed_precision(torch.bfloat16 if cfg["precision"] == "bf16"
+                                   else torch.float16, notes)
+    wrapped = FullyShardedDataParallel(
+        model, auto_wrap_policy=ModuleWrapPolicy({type(m) for m in layers}),
+        sharding_strategy=ShardingStrategy.FULL_SHARD, mixed_precision=mp,
+        device_id=torch.cuda.current_device(), use_orig_params=True)
+    notes.append(f"wrap=FSDP1 per block ({len(layers)}) + root, FULL_SHARD, use_orig_params")
+    return wrapped, True
 
 
 class LiveTensors:
