@@ -390,6 +390,9 @@ def child_env(cfg=None):
     env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     if cfg and cfg.get("alloc_conf") == "expandable":
         env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    env.pop("CUDA_LAUNCH_BLOCKING", None)
+    if cfg and "launch-blocking" in cfg.get("features", ()):
+        env["CUDA_LAUNCH_BLOCKING"] = "1"
     # NVML numbers GPUs in PCI order; make CUDA agree so the worker samples the right device.
     env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     # Random weights only: nothing may be fetched from a hub.

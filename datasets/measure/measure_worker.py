@@ -422,6 +422,19 @@ def parallelize(model, cfg, notes):
     return model, True
 
 
+def pools_note():
+    """The caching allocator's segments after the last step, per stream (0: the default
+    stream; FSDP's all-gather and reduce-scatter streams have their own pools): segments,
+    reserved and allocated GiB. Segments are kept until empty_cache, so the reserved peak's
+    are here unless an allocation failed and the allocator freed cached ones."""
+    by = {}
+    for seg in torch.cuda.memory_snapshot():
+        n, tot, used = by.get(seg["stream"], (0, 0, 0))
+        by[seg["stream"]] = (n + 1, tot + seg["total_size"], used + seg["allocated_size"])
+    return "pools=" + "/".join(f"{s}:{n}:{t / 2**30:.4f}:{u / 2**30:.4f}"
+                               for s, (n, t, u) in sorted(by.items()))
+
+
 def fsdp1_mixed_precision(half, notes):
     """FSDP1's MixedPrecision as the installed accelerate builds it for mixed_precision bf16/fp16
     (FullyShardedDataParallelPlugin.set_mixed_precision); PyTorch's own class with every dtype
@@ -454,12 +467,20 @@ def fsdp1_wrap(model, cfg, layers, notes):
     accelerate wraps the model's forward in autocast as well, so autocast is kept."""
     from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+    policy = ModuleWrapPolicy({type(m) for m in layers})
+    if cfg["finetune"] != "full":
+        # transformers Trainer._fsdp_qlora_plugin_updates: a LoRA model gets peft's
+        # fsdp_auto_wrap_policy, which also makes each trainable Linear (lora_A, lora_B) its
+        # own unit, so fp32 adapters and bf16 base weights never share a flat parameter
+        from peft.utils.other import fsdp_auto_wrap_policy
+        policy = fsdp_auto_wrap_policy(model)
+        notes.append("fsdp1_policy=peft fsdp_auto_wrap_policy")
     mp = None
     if cfg["precision"] in ("bf16", "fp16"):
         mp = fsdp1_mixed_precision(torch.bfloat16 if cfg["precision"] == "bf16"
                                    else torch.float16, notes)
     wrapped = FullyShardedDataParallel(
-        model, auto_wrap_policy=ModuleWrapPolicy({type(m) for m in layers}),
+        model, auto_wrap_policy=policy,
         sharding_strategy=ShardingStrategy.FULL_SHARD, mixed_precision=mp,
         device_id=torch.cuda.current_device(), use_orig_params=True)
     notes.append(f"wrap=FSDP1 per block ({len(layers)}) + root, FULL_SHARD, use_orig_params")
@@ -812,6 +833,7 @@ def run_job(job):
         res.update(status="ok", peak_allocated=max(peaks.peaks.values()),
                    peak_reserved=peaks.reserved, peak_device=peaks.device,
                    **{f"phase_{k}": v for k, v in peaks.peaks.items()})
+        notes.append(pools_note())
         notes.append("step_s=" + "/".join(f"{s:.2f}" for s in step_s[:8]))
         notes.append(peaks.phase_note())
         tokens = [int(b[2].ne(-100).sum()) for b in batches]
