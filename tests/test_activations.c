@@ -406,6 +406,46 @@ static void test_autocast_casts(void **state)
     plan_free(&tied);
 }
 
+/* FSDP1 under accelerate's MixedPrecision(param_dtype=bf16) (FEAT_FSDP1_MP, the hf stacks'
+ * default): each unit is gathered in bf16, so autocast finds bf16 weights and casts none,
+ * as under FSDP2's policy: the bf16-pure activations (768, 512) and no amp copies. Only when
+ * FSDP1 shards (adp over 2 or more ranks) in mixed precision: one GPU, or FSDP1 without the
+ * policy (FSDP_FLAT alone), keeps autocast's casts (1024, 896, amp_all 2 x 73728).
+ * Measured: h200-20261127-fsdp1.csv gpu-fsdp1-01/-06/-07/-11/-13. */
+static void test_fsdp1_half_gather(void **state)
+{
+    (void)state;
+    struct train_config c = tiny_base_config();
+    c.precision = PREC_BF16;
+    c.method = METHOD_ADP, c.gpus = c.dp = 2;
+    c.features = FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_FSDP1_MP;
+    assert_true(train_fsdp_half_gather(&c));
+    struct mem_act_tok a;
+    act_block_tok(&plan, &c, &a);
+    assert_int_equal(a.norms, 768);
+    assert_int_equal(a.lin_in, 512);
+    struct resident r;
+    resident_terms(&plan, &c, &r);
+    assert_int_equal(r.amp_all, 0);
+    assert_int_equal(r.amp_head, 0);
+
+    c.features = FEAT_FSDP | FEAT_FSDP_FLAT; /* FSDP1 with fp32 param_dtype: autocast casts */
+    assert_false(train_fsdp_half_gather(&c));
+    act_block_tok(&plan, &c, &a);
+    assert_int_equal(a.norms, 1024);
+    assert_int_equal(a.lin_in, 896);
+    resident_terms(&plan, &c, &r);
+    assert_int_equal(r.amp_all, 2 * 73728);
+
+    c.features = FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_FSDP1_MP;
+    c.method = METHOD_SINGLE, c.gpus = c.dp = 1; /* nothing sharded: plain autocast */
+    assert_false(train_fsdp_half_gather(&c));
+    c.method = METHOD_ADP, c.gpus = c.dp = 2, c.precision = PREC_BF16_PURE;
+    assert_false(train_fsdp_half_gather(&c));
+    assert_true(stack_features(STACK_HF) & FEAT_FSDP1_MP);
+    assert_false(stack_features(STACK_LITGPT) & FEAT_FSDP1_MP);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -420,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_bnb_held),
         cmocka_unit_test(test_sequence_parallel),
         cmocka_unit_test(test_fp8_activations),
+        cmocka_unit_test(test_fsdp1_half_gather),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

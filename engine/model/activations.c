@@ -178,7 +178,13 @@ static uint64_t lora_own_input(const struct model_spec *m, const struct train_co
      * trained fp32 adapters too (torch distributed/fsdp/_fully_shard/_fsdp_param.py
      * FSDPParam.init_dtype_attrs), and runs no autocast: lora_A's weight has the input's
      * dtype, so _cast_input_dtype returns the input itself. Measured: h200-20261127.csv
-     * gpu-25min-46 (Qwen2.5-1.5B LoRA, FSDP2 x 4), allocated +7.0 % with a copy counted. */
+     * gpu-25min-46 (Qwen2.5-1.5B LoRA, FSDP2 x 4), allocated +7.0 % with a copy counted.
+     * Not FSDP1 (train_fsdp_half_gather's other half): HF Trainer wraps a LoRA model with
+     * peft's fsdp_auto_wrap_policy (transformers Trainer._fsdp_qlora_plugin_updates), which
+     * makes lora_A and lora_B units of their own, so when PEFT's Linear.forward reads
+     * lora_A's weight dtype that unit is still its fp32 shard and the input is cast (peft
+     * 0.21.0 as measured). Measured: h200-20261127-fsdp1-pools.csv gpu-fsdp1-pools-05/-08
+     * (LoRA, FSDP1 x 4 / x 2), allocated +0.16 / +0.30 % with the copy, -6.4 % without. */
     if (c->features & FEAT_FSDP_MP)
         return 0;
     const bool bnb = c->quant != QUANT_NONE && !(c->features & FEAT_TORCHAO_NF4);
@@ -408,7 +414,7 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
     const uint64_t ea = c->precision == PREC_FP32 ? 4 : 2;
     /* torch.autocast runs over the module: mixed precision that is neither FSDP2's
      * MixedPrecisionPolicy nor a 16-bit module with its master copy in the optimizer */
-    const bool autocast = train_mixed(c) && !(c->features & FEAT_FSDP_MP) && !train_master_in_optimizer(c);
+    const bool autocast = train_mixed(c) && !train_fsdp_half_gather(c) && !train_master_in_optimizer(c);
     /* the residual stream has the dtype of the weights it starts from (the embedding);
      * under FSDP2's MixedPrecisionPolicy that is the gathered param_dtype copy */
     const bool fp32_weights = autocast && (c->finetune == FT_FULL || (c->features & FEAT_FP32_BASE));

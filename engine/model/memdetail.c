@@ -586,7 +586,7 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
         trained_rows(b, TERM_OPTIMIZER, x->t, x->nt, x->trained_elems, f->opt,
                      x->r.ds ? "fp32 master + states" : "optimizer states", "-", SRC_STATE);
     if (c->precision == PREC_FP8) { /* resident.c fp8_weight_copies */
-        const bool autocast = !(c->features & FEAT_FSDP_MP); /* + its bf16 lm_head copy */
+        const bool autocast = !train_fsdp_half_gather(c); /* + its bf16 lm_head copy */
         if (c->ckpt_selective)
             row_bytes(b, TERM_ACTIVATIONS, "abs(weight) of the float8 casts (eager SAC cache)",
                       autocast ? "mixed" : "bf16", f->amp, SRC_FP8_W);

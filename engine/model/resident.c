@@ -279,7 +279,7 @@ static void fp8_weight_copies(const struct model_plan *p, const struct train_con
 {
     const double all = ((double)p->linear_w - (double)p->head_p - (double)p->expert_p * ep_keep) / tpdiv;
     const double one = ((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) / tpdiv;
-    const double head16 = (c->features & FEAT_FSDP_MP) ? 0.0 : (double)p->head_p / tpdiv * 2.0;
+    const double head16 = train_fsdp_half_gather(c) ? 0.0 : (double)p->head_p / tpdiv * 2.0;
     const bool copies = float8_tensorwise(c) && !float8_allgather(c);
     r->amp_one = copies ? (uint64_t)one : 0;
     if (p->head_p) /* an untied head's 16-bit cast is head16 here */
@@ -287,7 +287,7 @@ static void fp8_weight_copies(const struct model_plan *p, const struct train_con
     if (c->grad_ckpt)
         r->amp_all = (uint64_t)head16;
     else if (c->ckpt_selective) {
-        const double hp = (c->features & FEAT_FSDP_MP) ? 2.0 : 4.0; /* the weight at the cast */
+        const double hp = train_fsdp_half_gather(c) ? 2.0 : 4.0; /* the weight at the cast */
         const bool abs_kept = !(c->features & FEAT_COMPILE) && c->stack == STACK_TORCHTITAN &&
                               !float8_allgather(c);
         r->amp_all = (uint64_t)(head16 + (abs_kept ? all * hp : 0.0));
@@ -427,7 +427,7 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
              * tensors that require grad only, torch autocast_mode.h cached_cast, so a frozen
              * weight's cast is the mm's own); a tied head is the embedding itself */
             if (!qhead && train_mixed(c) && memmodel_frozen_elem_bytes(c, false) == 4.0 &&
-                !(c->features & FEAT_FSDP_MP))
+                !train_fsdp_half_gather(c))
                 r->amp_head = (uint64_t)(plan_head_rank(p, c) * 2.0);
         }
     }
@@ -468,7 +468,7 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
     /* FSDP2's MixedPrecisionPolicy casts each unit's parameters to param_dtype when it
      * gathers them (counted as the gathered units) and runs no autocast: no extra copies.
      * A rank computes with its own experts only. */
-    if (train_mixed(c) && fp32_blocks && !(c->features & FEAT_FSDP_MP)) {
+    if (train_mixed(c) && fp32_blocks && !train_fsdp_half_gather(c)) {
         r->amp_all = (uint64_t)(((double)p->linear_w - (double)p->head_p - (double)p->expert_p * ep_keep) /
                                 tpdiv) * 2;
         r->amp_one = (uint64_t)(((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) /

@@ -110,7 +110,7 @@ uint64_t stack_features(enum stack s)
                                 and TRL differ in the loss path (losspath.c), and transformers
                                 4.31 .. 4.45 (Jul 2023 .. Sep 2024) ran mostly with the
                                 bitsandbytes of before 0.43.2 (Jul 2024) */
-        return FEAT_ADAPTER_FP32 | FEAT_FSDP | FEAT_FSDP_FLAT | (s == STACK_HF_431 ? FEAT_BNB_INPUT_KEPT : 0) |
+        return FEAT_ADAPTER_FP32 | FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_FSDP1_MP | (s == STACK_HF_431 ? FEAT_BNB_INPUT_KEPT : 0) |
                (hf_fused_adamw(s) ? FEAT_FUSED_OPT : 0) | kbit_preparation(s);
     switch (s) {
     case STACK_LITGPT:    /* chunked lm_head + CE, separate lm_head, full-logit validation,

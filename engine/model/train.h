@@ -178,6 +178,13 @@ bool stack_hf_bool_mask(enum stack s);
  * (gpus.csv nccl_bytes) is on the device. Measured: datasets/measured/h200-20261127.csv,
  * device minus reserved 0.7488 GiB on DDP and TP rows -13/-43/-44, as on one GPU. */
 #define FEAT_FAKE_PG (UINT64_C(1) << 41)
+/* FSDP1 with accelerate's mixed precision policy: under --precision bf16/fp16 accelerate's
+ * FullyShardedDataParallelPlugin.set_mixed_precision gives FSDP1
+ * MixedPrecision(param_dtype=half, reduce_dtype=half, buffer_dtype=half) (accelerate
+ * src/accelerate/utils/dataclasses.py @0059501736ae; accelerate 1.15.0 as measured, notes
+ * `fsdp1_mp=` of datasets/measured/h200-20261127-fsdp1.csv), so each unit is gathered
+ * in 16 bit and the fp32 shards are never cast by autocast (train_fsdp_half_gather) */
+#define FEAT_FSDP1_MP (UINT64_C(1) << 42)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))
@@ -234,6 +241,20 @@ static inline bool train_fabric_loop(const struct train_config *c)
 static inline bool train_mixed(const struct train_config *c)
 {
     return c->precision == PREC_FP16 || c->precision == PREC_BF16 || c->precision == PREC_FP8;
+}
+/* FSDP's mixed precision gathers each unit's parameters in the 16-bit dtype: FSDP2's
+ * MixedPrecisionPolicy (FEAT_FSDP_MP), or FSDP1's MixedPrecision as accelerate sets it
+ * (FEAT_FSDP1_MP) on a sharded mixed-precision run. Autocast then finds 16-bit weights and
+ * caches no casts; the residual stream starts from the 16-bit embedding. Measured:
+ * h200-20261127-fsdp1.csv gpu-fsdp1-01/-06/-07/-11/-13 (bf16, FSDP1 x 2..8, allocated
+ * +17.7..+31.0 % with the casts counted, -0.11..+0.0 % without). */
+static inline bool train_fsdp_half_gather(const struct train_config *c)
+{
+    if (c->features & FEAT_FSDP_MP)
+        return true;
+    const uint64_t fsdp1 = FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_FSDP1_MP;
+    return (c->features & fsdp1) == fsdp1 && c->dp > 1 && (c->method == METHOD_ADP || c->method == METHOD_DPTP) &&
+           (c->precision == PREC_BF16 || c->precision == PREC_FP16);
 }
 /* A k-bit base prepared for training (FEAT_KBIT_PREP, FEAT_KBIT_TRL): bitsandbytes-quantized
  * block Linears under LoRA, on a model each rank loads whole. TRL leaves a sharded QLoRA
