@@ -12,7 +12,8 @@ FullyShardedDataParallel as accelerate's plugin wraps it for HF Trainer, tp = te
 each as rank 0 of `gpus` ranks on PyTorch's fake process group), data (packed: every sample seq_len
 tokens; variable: lengths uniform in 1..seq_len, padded per micro-batch), alloc_conf (default or
 expandable = PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), runner (loop: our loop; trainer:
-transformers.Trainer) and snapshot (summarise the live tensors at the last step's peak).
+transformers.Trainer), snapshot (summarise the live tensors at the last step's peak) and
+segments (list the request that cut each allocator segment, per stream and step).
 
 Model names are HF ids as in datasets/models.csv; a bare name ("opt-1.3b") also matches.
 """
@@ -33,7 +34,8 @@ TP_TYPES = ("llama", "mistral", "qwen2")
 
 def c(model, precision="bf16", finetune="full", *, r=None, targets=None, quant=None,
       ckpt="off", opt="adamw", mb=1, seq=512, attn="sdpa", features=(), steps=None,
-      method="single", gpus=1, data="packed", alloc="default", runner="loop", snapshot=False):
+      method="single", gpus=1, data="packed", alloc="default", runner="loop", snapshot=False,
+      segments=False):
     """One configuration; qlora implies nf4, LoRA without a rank gets 16 and targets 'all'.
     Packed data runs 3 steps by default (every step allocates alike after the first); variable
     data 30, so that segments cut for earlier lengths are still cached when a longer batch
@@ -50,7 +52,7 @@ def c(model, precision="bf16", finetune="full", *, r=None, targets=None, quant=N
         "features": list(features),
         "steps": steps or (30 if data == "variable" else 3),
         "method": method, "gpus": gpus, "data": data, "alloc_conf": alloc, "runner": runner,
-        "snapshot": snapshot,
+        "snapshot": snapshot, "segments": segments,
     }
 
 
@@ -291,7 +293,17 @@ GPU_FSDP1_POOLS = [
       features=["launch-blocking"]),
 ]
 
+# Which request cut each allocator segment, per stream and step (measure_worker
+# segment_trace_text): FSDP1's pools one by one, for a replay of its steps.
+GPU_FSDP1_SEGMENTS = [
+    c(L1B, "bf16-pure", mb=4, seq=1024, method="fsdp1", gpus=4, segments=True),
+    c(L2_7B, "bf16-pure", mb=4, seq=2048, ckpt="on", method="fsdp1", gpus=4, segments=True),
+    c(L1B, "bf16", mb=4, seq=1024, method="fsdp1", gpus=4, segments=True),
+    c(L1B, "bf16", "lora", mb=4, seq=1024, method="fsdp1", gpus=2, segments=True),
+]
+
 GRIDS = {
+    "gpu-fsdp1-segments": GPU_FSDP1_SEGMENTS,
     "gpu-fsdp1-pools": GPU_FSDP1_POOLS,
     "gpu-25min": GPU_25MIN,
     "gpu-fsdp1": GPU_FSDP1,

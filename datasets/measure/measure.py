@@ -117,6 +117,8 @@ def describe(cfg):
         parts.append(cfg["runner"])
     if cfg.get("snapshot"):
         parts.append("snapshot")
+    if cfg.get("segments"):
+        parts.append("segments")
     if cfg.get("features"):
         parts.append("[" + "+".join(cfg["features"]) + "]")
     return " ".join(str(p) for p in parts)
@@ -193,6 +195,8 @@ def validate_layout(cfg):
         p.append("the Trainer runner runs on one GPU only (no fake process group)")
     if cfg.get("snapshot") and (runner != "loop" or method == "tp"):
         p.append("snapshots are taken in the loop runner, without tensor parallelism")
+    if cfg.get("segments") and (runner != "loop" or cfg.get("snapshot")):
+        p.append("segments are traced in the loop runner, without a snapshot")
     if cfg.get("snapshot") and cfg.get("steps", 3) < 2:
         p.append("a snapshot needs 2 or more steps (the earlier ones set its threshold)")
     return p

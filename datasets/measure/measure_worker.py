@@ -422,6 +422,57 @@ def parallelize(model, cfg, notes):
     return model, True
 
 
+def run_traced(model, optimizer, scaler, amp, batches, peaks, cfg, job):
+    """run_loop one step at a time under the allocator's history (Python stacks only), then
+    the summary of segment_trace_text. The history costs host time, not GPU memory."""
+    torch.cuda.memory._record_memory_history(enabled="all", context="alloc", stacks="python",
+                                             max_entries=2000000)
+    step_s, losses, skipped, marks = [], [], 0, []
+    for batch in batches:
+        s, l, k = run_loop(model, optimizer, scaler, amp, [batch], peaks, None)
+        step_s, losses, skipped = step_s + s, losses + l, skipped + k
+        marks.append(len(torch.cuda.memory._snapshot()["device_traces"][0]))
+    snap = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    return step_s, losses, skipped, segment_trace_text(snap, marks, cfg, job)
+
+
+def where(frames):
+    """The first two frames of torch.distributed, torch.nn/optim, transformers, peft or the
+    harness: which code asked for the bytes."""
+    keep = ("torch/distributed", "torch/nn", "torch/optim", "torch/autograd", "transformers/",
+            "peft/", "measure_worker")
+    picked = [f"{os.path.basename(f['filename'])}:{f['line']} {f['name']}" for f in frames
+              if any(k in f["filename"] for k in keep)]
+    return " < ".join(picked[:2]) or "?"
+
+
+def segment_trace_text(snap, marks, cfg, job):
+    """Every segment the allocator cut (segment_alloc), in order: the step, the stream, its
+    size, the request that cut it and where that came from; then the segments at the end."""
+    trace = snap["device_traces"][0]
+    out = [f"# {job['id']} {cfg['model']} {json.dumps(cfg, sort_keys=True)}",
+           f"trace events {len(trace)}, step ends at {marks}",
+           "   event step      stream  segment MiB  request MiB  where"]
+    for i, ev in enumerate(trace):
+        if ev["action"] not in ("segment_alloc", "segment_free"):
+            continue
+        step = 1 + sum(m <= i for m in marks)
+        req = next((e for e in trace[i + 1:i + 16] if e["action"] == "alloc"
+                    and e["stream"] == ev["stream"]), None)
+        size = f"{req['size'] / 2**20:11.3f}" if req else "          -"
+        what = "" if ev["action"] == "segment_alloc" else " FREED"
+        out.append(f"{i:8d} {step:4d} {ev['stream']:11d} {ev['size'] / 2**20:12.1f} {size}  "
+                   f"{where((req or ev).get('frames', []))}{what}")
+    out.append("segments at the end: stream, MiB reserved, MiB allocated, blocks (MiB, a = active)")
+    for seg in sorted(snap["segments"], key=lambda g: (g["stream"], -g["total_size"])):
+        blocks = " ".join(f"{b['size'] / 2**20:.1f}{'a' if b['state'] == 'active_allocated' else ''}"
+                          for b in seg["blocks"][:8])
+        out.append(f"{seg['stream']:11d} {seg['total_size'] / 2**20:9.1f} "
+                   f"{seg['allocated_size'] / 2**20:9.1f}  {blocks}")
+    return "\n".join(out) + "\n"
+
+
 def pools_note():
     """The caching allocator's segments after the last step, per stream (0: the default
     stream; FSDP's all-gather and reduce-scatter streams have their own pools): segments,
@@ -825,6 +876,10 @@ def run_job(job):
                 torch.cuda.memory._record_memory_history(enabled=None)
                 step_s, losses, skipped = step_s + s2, losses + l2, skipped + k2
                 res["snapshot"] = snapshot_text(snap, max(peaks.peaks.values()), cfg, job)
+            elif cfg.get("segments"):
+                phase[0] = "steps with the allocator's history"
+                step_s, losses, skipped, res["snapshot"] = run_traced(
+                    model, optimizer, scaler, amp, batches, peaks, cfg, job)
             else:
                 phase[0] = "steps"
                 step_s, losses, skipped = run_loop(model, optimizer, scaler, amp, batches,
