@@ -180,6 +180,42 @@ static void test_tied_root(void **state)
     plan_free(&tied);
 }
 
+/* FSDP1's pools for Llama-3.2-1B (tied) over 4 ranks, by hand. The root unit: 262670336
+ * parameters (embedding and final norm), 525340672 bytes in bf16, a 502 MiB segment; a
+ * block: 60821504 parameters, 121643008 bytes, 118 MiB. Unshard stream, full fine-tuning:
+ * the root three times (parameter, flat gradient, the tied weight's summed gradient), a
+ * block three times (gathered, prefetched, flat gradient): 3 x 502 + 3 x 118 = 1860 MiB.
+ * Post-backward stream, bf16 parameters: the 16 blocks' shards (29.0 MiB, 30 MiB segments)
+ * and the root's (125.25 MiB, 126): 606 MiB. Over fp32 parameters each shard's fp32 cast
+ * takes its place (60 and 252 MiB) and one 16-bit output of each size stays cached: 30 +
+ * 16 x 60 + 126 + 252 = 1368 MiB; the pre-unshard stream keeps the largest 16-bit shard's
+ * segment, 126 MiB. These are the per-stream totals measured on gpu-fsdp1-pools-00 and -06
+ * (`pools=` in datasets/measured/h200-20261127-fsdp1-pools.csv: 1.8164, 0.5918, 1.3359 and
+ * 0.1230 GiB). LoRA: nothing trained, the root once and two blocks: 738 MiB. */
+static void test_fsdp1_pools(void **state)
+{
+    (void)state;
+    struct fsdp1_units u = {.root = UINT64_C(525340672), .block = UINT64_C(121643008), .blocks = 16,
+                            .dp = 4, .trained = true, .tied = true};
+    struct fsdp1_pools p;
+    assert_int_equal(streampool_fsdp1(&u, &p), 0);
+    assert_int_equal(p.unshard, 1860 * MiB);
+    assert_int_equal(p.unshard_root, 1506 * MiB);
+    assert_int_equal(p.post_backward, 606 * MiB);
+    assert_int_equal(p.pre_unshard, 0);
+    u.fp32_master = true;
+    assert_int_equal(streampool_fsdp1(&u, &p), 0);
+    assert_int_equal(p.post_backward, 1368 * MiB);
+    assert_int_equal(p.pre_unshard, 126 * MiB);
+    u.trained = false, u.dp = 2;
+    assert_int_equal(streampool_fsdp1(&u, &p), 0);
+    assert_int_equal(p.unshard, 738 * MiB);
+    assert_int_equal(p.post_backward, 0);
+    u.dp = 1;
+    assert_int_equal(streampool_fsdp1(&u, &p), -1);
+    assert_int_equal(p.unshard, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_capped_replay),
         cmocka_unit_test(test_memmodel_pool),
         cmocka_unit_test(test_tied_root),
+        cmocka_unit_test(test_fsdp1_pools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

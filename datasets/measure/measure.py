@@ -257,6 +257,10 @@ def row_features(cfg):
         # fully_shard with MixedPrecisionPolicy(param_dtype, reduce_dtype=fp32) and no
         # autocast (measure_worker.parallelize)
         f += ["fsdp-mp", "fsdp-fp32-reduce"]
+    elif cfg.get("method") == "adp":
+        # fully_shard without a policy: nothing above says FSDP2, and the hf stacks' default
+        # is FSDP1 (from stop 32; the rows before had no such adp configuration)
+        f.append("fsdp2")
     if cfg.get("method", "single") != "single":
         f.append("fake-pg")
     if cfg.get("runner", "loop") == "trainer":

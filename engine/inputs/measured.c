@@ -84,6 +84,9 @@ static const char *apply_features(const char *list, struct train_config *c)
         /* FSDP1 (FullyShardedDataParallel, flat parameters) under a stack whose default is
          * FSDP2, e.g. torchtune's recipes before they moved to fully_shard */
         {"fsdp1", FEAT_FSDP_FLAT, 0, NULL},
+        /* FSDP2 (fully_shard) under a stack whose default is FSDP1 (the hf stacks): no flat
+         * parameters (the measurement harness's adp rows without a MixedPrecisionPolicy) */
+        {"fsdp2", FEAT_FSDP, FEAT_FSDP_FLAT, NULL},
         {"fused", FEAT_FUSED_OPT, 0, NULL},        {"unfused-adamw", 0, FEAT_FUSED_OPT, NULL},        {"grad-accum", FEAT_GRAD_ACCUM, 0, NULL},
         {"no-accum", 0, FEAT_GRAD_ACCUM, NULL},    {"compile", FEAT_COMPILE, 0, NULL},
         {"logits-kept", FEAT_LOGITS_KEPT, 0, NULL},

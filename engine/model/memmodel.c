@@ -13,6 +13,7 @@
 #include "float8.h"
 #include "losspath.h"
 #include "streampool.h"
+#include "streamfree.h"
 #include "units.h"
 
 static const char *const term_names[TERM_COUNT] = {
@@ -222,32 +223,6 @@ static void pp_phases(const struct model_plan *p, const struct train_config *c,
     mp->tail_fwd = false;
 }
 
-/* FSDP2's reduce-scatter output, which the sharded gradients view until zero_grad, is
- * allocated under the reduce-scatter stream (torch distributed/fsdp/_fully_shard/
- * _fsdp_collectives.py foreach_reduce at pytorch @010ae4a8, the code of the hf stack's torch
- * 2.11: "the GPU sharded gradient is allocated in the RS stream"), and the caching
- * allocator hands a cached block only to a request of the stream that freed it
- * (CUDACachingAllocator.cpp get_free_block). From the first backward on, that pool keeps the
- * gradients' segments: the phases that count no sharded gradient (forward, loss, the last
- * block's backward, before any unit is reduced) have them reserved beside their own, and
- * wholly free, so not held. The hf stacks' FSDP2 with a MixedPrecisionPolicy (FEAT_FSDP_MP:
- * our harness's adp rows) without accumulation. The code before (pytorch @415cc262, 2024:
- * "The RS output is allocated in the RS stream") and after (@010ae4a8) allocates it there
- * (#132445, 2024-08, proposed the default stream; the later code does not show it).
- * torchtitan is left out: with the same term its TT rows move toward their measurements
- * (median 4.9 -> 4.3 %) but AOF8-08/09/12 (torchtitan 6fc499f, [norm, output] units) go
- * from +4 to +15 %, so another of their terms is high by about the pool's size; until it is
- * found, adding the pool there would trade one error for another (README "FSDP2's steps"). */
-static void fsdp2_rs_pool(const struct train_config *c, const struct resident *r, struct mem_prepared *mp)
-{
-    if (!(c->features & FEAT_FSDP_MP) || !(c->features & FEAT_FSDP) || !stack_hf_trainer(c->stack) ||
-        c->dp < 2 || c->method != METHOD_ADP)
-        return;
-    const enum mem_phase free_in[] = {PHASE_FORWARD, PHASE_LOSS, PHASE_BWD_LAST, PHASE_EVAL};
-    for (size_t i = 0; i < sizeof free_in / sizeof *free_in; i++)
-        mp->stream_free[free_in[i]] = memmodel_round(r->g);
-}
-
 static void fixed_phases(const struct model_plan *p, const struct train_config *c,
                          struct mem_prepared *mp)
 {
@@ -312,8 +287,7 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     /* after the first block: the root unit gathered, its gradient pieces and their cat */
     if (r.root_end)
         set_phase(mp, PHASE_BWD_END, r.w, bwd_grad + r.root_end, r.o, 0, r.root_gather + r.bucket);
-    if (!acc_grad)
-        fsdp2_rs_pool(c, &r, mp);
+    streamfree_phases(p, c, &r, acc_grad != 0, mp);
     if (c->method == METHOD_CDP) /* beside a replayed step (replay_setup) */
         mp->replay_buckets = memmodel_round(r.bucket);
 }

@@ -72,3 +72,86 @@ uint64_t streampool_fsdp2_copy_in(const struct fsdp2_units *u)
         return 0;
     return allocsim_get_stats(&st)->reserved;
 }
+
+/* A pool's allocator state over caller storage: the post-backward pool keeps one shard per
+ * unit (126 blocks of Llama-3.1-405B and the root, with their split remainders). */
+#define FSDP1_BLOCKS 600
+
+/* n buffers of `bytes`, all live at once, added to st. */
+static bool hold(allocsim_state *st, uint64_t bytes, uint32_t n)
+{
+    uint32_t h;
+    for (uint32_t i = 0; i < n; i++)
+        if (allocsim_alloc(st, bytes, &h) != ALLOCSIM_OK)
+            return false;
+    return true;
+}
+
+/* The unshard pool: each buffer the stream keeps a segment for is live beside the others
+ * (a freed one waits on the default stream's event, then is too small or too large for
+ * the next kind of request), so their segments add up. */
+static bool unshard_pool(const struct fsdp1_units *u, struct fsdp1_pools *out)
+{
+    allocsim_block blocks[POOL_BLOCKS];
+    allocsim_state st;
+    const allocsim_config cfg = {0, 0, 0};
+    const uint32_t roots = 1u + (u->trained ? 1u + (u->tied ? 1u : 0u) : 0u);
+    if (allocsim_init(&st, &cfg, blocks, POOL_BLOCKS) != ALLOCSIM_OK || !hold(&st, u->root, roots))
+        return false;
+    out->unshard_root = allocsim_get_stats(&st)->reserved;
+    if (!hold(&st, u->block, u->blocks ? 2u + (u->trained ? 1u : 0u) : 0u))
+        return false;
+    out->unshard = allocsim_get_stats(&st)->reserved;
+    return true;
+}
+
+/* One unit's reduce-scatter on the post-backward stream: the 16-bit output, and over fp32
+ * parameters its fp32 cast kept in its place. */
+static bool reduce_unit(allocsim_state *st, uint64_t gathered, const struct fsdp1_units *u)
+{
+    uint32_t out, cast;
+    const uint64_t shard = gathered / u->dp;
+    if (allocsim_alloc(st, shard, &out) != ALLOCSIM_OK)
+        return false;
+    return !u->fp32_master ||
+           (allocsim_alloc(st, shard * 2, &cast) == ALLOCSIM_OK && allocsim_free(st, out) == ALLOCSIM_OK);
+}
+
+/* The post-backward pool over one backward (the blocks last to first, then the root) and
+ * the pre-unshard pool over one forward (the root first, then each block). */
+static bool side_pools(const struct fsdp1_units *u, struct fsdp1_pools *out)
+{
+    allocsim_block blocks[FSDP1_BLOCKS];
+    allocsim_state st;
+    const allocsim_config cfg = {0, 0, 0};
+    if (u->trained) {
+        if (allocsim_init(&st, &cfg, blocks, FSDP1_BLOCKS) != ALLOCSIM_OK)
+            return false;
+        for (uint32_t i = 0; i < u->blocks; i++)
+            if (!reduce_unit(&st, u->block, u))
+                return false;
+        if (!reduce_unit(&st, u->root, u))
+            return false;
+        out->post_backward = allocsim_get_stats(&st)->reserved;
+    }
+    if (u->fp32_master && u->trained) {
+        uint32_t h;
+        if (allocsim_init(&st, &cfg, blocks, FSDP1_BLOCKS) != ALLOCSIM_OK ||
+            allocsim_alloc(&st, u->root / u->dp, &h) != ALLOCSIM_OK || allocsim_free(&st, h) != ALLOCSIM_OK ||
+            (u->blocks && (allocsim_alloc(&st, u->block / u->dp, &h) != ALLOCSIM_OK ||
+                           allocsim_free(&st, h) != ALLOCSIM_OK)))
+            return false;
+        out->pre_unshard = allocsim_get_stats(&st)->reserved;
+    }
+    return true;
+}
+
+int streampool_fsdp1(const struct fsdp1_units *u, struct fsdp1_pools *out)
+{
+    *out = (struct fsdp1_pools){0};
+    if (u->dp < 2 || !u->root || !unshard_pool(u, out) || !side_pools(u, out)) {
+        *out = (struct fsdp1_pools){0};
+        return -1;
+    }
+    return 0;
+}

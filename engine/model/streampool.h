@@ -52,4 +52,49 @@ struct fsdp2_units {
  * gathered, or when the replay cannot run. */
 uint64_t streampool_fsdp2_copy_in(const struct fsdp2_units *u);
 
+/* FSDP1 (FullyShardedDataParallel, FULL_SHARD, a unit per block and the root) on one rank,
+ * with its three side streams (torch/distributed/fsdp/_runtime_utils.py _init_streams,
+ * _unshard, _post_backward_hook, _reduce_grad; _flat_param.py; read at ROCm/pytorch
+ * @3539e1d2 and pytorch @01caf79e, the same logic from torch 2.2 to 2.11). Each pool's
+ * segments are named by the allocator trace of our own rows
+ * (datasets/measured/h200-20261127-fsdp1-segments/, frames of the requests that cut them):
+ *
+ * - unshard stream: each unit's padded unsharded flat parameter (`_unshard` allocates it
+ *   under `stream(unshard_stream)`; `_alloc_padded_unsharded_flat_param`), freed under
+ *   record_stream on the default stream. The parameter views are made in the same context
+ *   (`_use_unsharded_views`), and autograd runs a node's backward on its forward's stream:
+ *   a trained unit's flat gradient (SplitWithSizesBackward's cat) is cut here too, and for
+ *   a tied embedding the sum of its two gradients. The root stays gathered through the step
+ *   (`_post_forward_reshard` skips the root under FULL_SHARD); in backward a block is
+ *   gathered beside the one BACKWARD_PRE prefetched. Segments: the root once, once more
+ *   for its gradient and again for a tied sum; blocks twice, once more for their gradient.
+ *   A CPU far ahead of the GPU can keep one more block's buffer waiting on its
+ *   record_stream event (measured: Llama-2-7B, 4 ranks, one 388 MiB segment more than
+ *   under CUDA_LAUNCH_BLOCKING); that one is left out.
+ * - post-backward stream: each unit's reduce-scatter output (`_get_reduce_scatter_tensors`),
+ *   and under MixedPrecision over fp32 parameters its fp32 cast (`_cast_grad_to_param_dtype`,
+ *   kept as the sharded gradient; the 16-bit output freed at once). The sharded gradients
+ *   stay until the next forward's root pre-forward (`_reset_flat_param_grad_info_if_needed`
+ *   after zero_grad(set_to_none=True)).
+ * - pre-unshard stream, MixedPrecision over fp32 parameters only: the low-precision copy of
+ *   the unit's shard (`_use_low_precision_shard`), freed after its all-gather. */
+struct fsdp1_units {
+    uint64_t root;    /* the root unit's gathered bytes (embedding, untied lm_head), padded to dp */
+    uint64_t block;   /* one block unit's gathered bytes, padded to dp */
+    uint32_t blocks;  /* block units */
+    uint32_t dp;      /* the shard group's size */
+    bool trained;     /* full fine-tuning: every unit has a flat gradient */
+    bool tied;        /* the root's embedding is the lm_head too */
+    bool fp32_master; /* MixedPrecision(param_dtype 16-bit) over fp32 parameters */
+};
+
+/* The bytes each side stream's pool reserves; root: the unshard pool's root segments. */
+struct fsdp1_pools {
+    uint64_t unshard, unshard_root, post_backward, pre_unshard;
+};
+
+/* Fills *out from the units through the allocator model, one pool at a time.
+ * @return 0, or -1 when dp < 2, nothing is gathered or the model runs out of blocks. */
+int streampool_fsdp1(const struct fsdp1_units *u, struct fsdp1_pools *out);
+
 #endif

@@ -192,10 +192,9 @@ grep -q '^lm_head+loss .*<- peak' "$TMP/noliger.txt" || fail "without --liger th
 # --paged: bitsandbytes' paged AdamW keeps its fp32 states (3.2e9 x 8 bytes on Llama-3.2-3B)
 # in managed memory; only the largest parameter's must fit, so full fine-tuning on a 24 GB
 # card fits with it and not without, and what has no room beside the reserved pool crosses
-# PCIe each step (micro-batch 1 since stop 32: our FSDP1 rows widened hf/full's band to
-# x1.50, and at micro-batch 2 the paged run's upper end, 25.86 GB, no longer fits the card)
+# PCIe each step
 p3=(--model meta-llama/Llama-3.2-3B --gpu RTX4090-24GB --finetune full --precision bf16-pure
-    --optimizer adamw --micro-batch 1 --seq 2048)
+    --optimizer adamw --micro-batch 2 --seq 2048)
 "$BIN" explain "${p3[@]}" --paged --format json > "$TMP/paged.json" || fail "explain --paged"
 "$BIN" explain "${p3[@]}" --format json > "$TMP/unpaged.json" || fail "explain without --paged"
 python3 - "$TMP/paged.json" "$TMP/unpaged.json" <<'PY' || fail "explain --paged: wrong paged terms"
