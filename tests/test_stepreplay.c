@@ -250,6 +250,39 @@ static void test_fsdp2_steps(void **state)
     plan_free(&p);
 }
 
+/* FSDP1 over 2 ranks (stepfsdp.c, shape.fsdp1): bf16 parameters (shard16) keep bf16 shards
+ * and states, each half its parameter's bf16 bytes, the bytes of test_fsdp2_steps' fp32
+ * shards over 4 ranks: 204288 B a kind, the shards and both AdamW states in the default
+ * stream's pool after the steps, the gradients (reduce-scatter outputs) in the post-backward
+ * stream's. Every unit's gathered flat parameter (a block's 36992 elements, 73984 B; the
+ * root's 128064, 256128 B) and flat gradient lie on the unshard stream: three pools, each at
+ * least its small 2 MiB segment. Over fp32 parameters (accelerate's MixedPrecision) the shards
+ * and states are fp32: test_fsdp2_steps' 406016 B a kind. */
+static void test_fsdp1_steps(void **state)
+{
+    (void)state;
+    struct model_plan p;
+    assert_int_equal(tiny_model_plan(&p), 0);
+    const uint32_t w[3] = {32, 32, 32};
+    struct stepreplay_result r;
+    struct stepreplay_shape sh = tiny_shape(&p, true);
+    sh.kept = false;
+    sh.shards = 2, sh.fsdp1 = true, sh.shard16 = true;
+    sh.opt = STEPREPLAY_FOREACH;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(r.allocated, 3 * 204288);
+    assert_int_equal(r.resident, 4 * 204288);
+    assert_true(r.reserved >= 3 * 2 * MIB);
+    assert_true(r.reserved >= r.peak_allocated);
+    /* the root gathered, its flat gradient and the last block's pieces at the root's
+     * post-backward: at least the root's two flat buffers beside the shards and states */
+    assert_true(r.peak_allocated >= 3 * 204288 + 2 * 256128);
+    sh.shard16 = false;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(r.allocated, 3 * 406016);
+    plan_free(&p);
+}
+
 /* Out of range: no steps, a zero width, a zero micro-batch, checkpointing with the kept
  * outputs (HF turns the cache off under checkpointing; the op list has no such loop). */
 static void test_steps_arguments(void **state)
@@ -292,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_lora_steps),
         cmocka_unit_test(test_eager_scores),
         cmocka_unit_test(test_fsdp2_steps),
+        cmocka_unit_test(test_fsdp1_steps),
         cmocka_unit_test(test_steps_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -737,11 +737,24 @@ static bool replay_fsdp2(const struct train_config *c)
            c->finetune == FT_FULL && c->precision == PREC_BF16;
 }
 
+/* FSDP1 as HF Trainer runs it through accelerate (stepfsdp.c; streampool.h): a unit per
+ * block and the root, full fine-tuning of bf16 parameters or of fp32 ones under accelerate's
+ * MixedPrecision (train_fsdp_half_gather), no accumulation. */
+static bool replay_fsdp1(const struct train_config *c)
+{
+    const uint64_t need = FEAT_FSDP | FEAT_FSDP_FLAT;
+    return c->method == METHOD_ADP && c->tp == 1 && c->dp == c->gpus && c->gpus > 1 &&
+           (c->features & need) == need && !(c->features & (FEAT_FSDP_MP | FEAT_GRAD_ACCUM)) &&
+           c->finetune == FT_FULL && c->quant == QUANT_NONE &&
+           (c->precision == PREC_BF16_PURE || (c->precision == PREC_BF16 && train_fsdp_half_gather(c)));
+}
+
 static void replay_setup(const struct model_plan *p, const struct train_config *c,
                          const struct mem_options *opt, struct mem_prepared *mp)
 {
     const struct model_spec *m = &p->spec;
-    const bool one = c->gpus == 1 && c->method == METHOD_SINGLE, fsdp2 = replay_fsdp2(c);
+    const bool one = c->gpus == 1 && c->method == METHOD_SINGLE, fsdp1 = replay_fsdp1(c);
+    const bool fsdp2 = replay_fsdp2(c) || fsdp1;
     /* a DDP replica runs one GPU's step; its Reducer's buckets (a flat copy of the trained
      * gradients, torch/csrc/distributed/c10d/reducer.cpp initialize_buckets:
      * `bucket.gradients = at::empty({offset}, options)`) are allocated when DDP wraps the
@@ -755,6 +768,7 @@ static void replay_setup(const struct model_plan *p, const struct train_config *
         (c->features & FEAT_FLASH_ATTN) || (!one && (c->features & FEAT_EMPTY_CACHE)))
         return;
     mp->replay_shards = fsdp2 ? (uint32_t)c->dp : 0;
+    mp->replay_fsdp1 = fsdp1;
     if (!(c->features & FEAT_EMPTY_CACHE)) {
         /* full fine-tuning (under autocast over fp32 weights, or bf16-pure), or LoRA with
          * fp32 adapters on the block Linears of a 16-bit base, with or without autocast */

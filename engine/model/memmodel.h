@@ -71,7 +71,8 @@ struct mem_prepared {
     struct llmem_terms llmem;             /* static LLMem terms (paper and colossal) */
     uint64_t fixed[PHASE_COUNT][TERM_COUNT]; /* bytes per phase and term, allocated */
     uint64_t fixed_r[PHASE_COUNT];        /* the same phases rounded as the allocator does */
-    uint64_t side_pool;      /* reserved by FSDP2's all-gather copy-in stream (streampool.h),
+    uint64_t side_pool;      /* reserved by FSDP2's all-gather copy-in stream (streampool.h;
+                                FSDP1: its pre-unshard stream, streamfree.c),
                                 in fixed_r; the larger stage's under pp */
     uint64_t stream_free[PHASE_COUNT]; /* reserved, not held: another stream's cached
                                 segments wholly free in the phase (FSDP2's reduce-scatter
@@ -164,8 +165,9 @@ struct mem_prepared {
      * three steps of the packed length, or over a measured variable-length run's widths
      * (memmodel_replay_run; the caller's array, alive while the point is evaluated) */
     bool replay_steps;
-    uint32_t replay_shards;  /* FSDP2's ranks when the replayed steps are FSDP2's (stepfsdp.c);
+    uint32_t replay_shards;  /* FSDP's ranks when the replayed steps are FSDP's (stepfsdp.c);
                                 0: one GPU's, or a DDP replica's */
+    bool replay_fsdp1;       /* ... and the FSDP is FSDP1 (flat units, accelerate's policy) */
     uint64_t replay_buckets; /* DDP: its gradient buckets (rounded), allocated at construction
                                 and kept: beside a replayed step (memmodel.c replay_setup) */
     const uint32_t *run_w;

@@ -65,7 +65,11 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
 {
     struct stepreplay_shape sh = replay_shape(p, c, mp);
     sh.shards = mp->replay_shards;
-    sh.amp = c->precision == PREC_BF16 && !sh.shards; /* FSDP2 casts; no autocast runs */
+    sh.fsdp1 = mp->replay_fsdp1;
+    sh.shard16 = sh.fsdp1 && c->precision == PREC_BF16_PURE;
+    /* FSDP's mixed precision gathers 16-bit units: no autocast runs (FSDP2), or it finds no
+     * fp32 weight to cast (FSDP1 under accelerate) */
+    sh.amp = c->precision == PREC_BF16 && !sh.shards;
     sh.ckpt = c->grad_ckpt;
     sh.expandable = c->alloc == ALLOC_EXPANDABLE;
     sh.eager = act_eager_attn(&p->spec, c);
@@ -81,8 +85,9 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
     if (!n || stepreplay_steps(&sh, c->micro_batch, w, n, &r) != 0)
         return 0;
     *steps = (uint32_t)n;
-    /* FSDP2: every trained byte is in the replay; its all-gather copy-in stream's pool
-     * beside it (streampool.h). DDP: its buckets beside the replica's step */
+    /* FSDP: every trained byte is in the replay; FSDP2's all-gather copy-in stream's pool
+     * (streampool.h) or FSDP1's pre-unshard one beside it. DDP: its buckets beside the
+     * replica's step */
     const uint64_t beside = sh.shards ? mp->side_pool
                                       : bytes_add(beside_replay(mp, r.resident), mp->replay_buckets);
     return bytes_add(bytes_add(r.reserved, beside), opt->ws_res);

@@ -354,6 +354,8 @@ static void backward(struct tracer *t, const struct stepreplay_shape *sh, const 
                      uint64_t tok)
 {
     const struct ctx c0 = {t, sh, tok, 0, false};
+    if (t->unit)
+        fsdp_pre_backward(t, sh, (uint32_t)sh->layers);
     wgrad(&c0, r->head); /* lm_head's weight gradient (the embedding's when tied) */
     tf(t, id_glob(t, G_GLG));
     final_norm_bwd(t, sh, tok);
@@ -361,7 +363,7 @@ static void backward(struct tracer *t, const struct stepreplay_shape *sh, const 
         const struct ctx c = {t, sh, tok, l, false};
         const uint32_t in_id = l ? id_slot(t, l - 1, S_OUT) : id_glob(t, G_X0);
         if (t->unit) /* the layer's pre-backward gathers it again */
-            fsdp_unshard(t, sh, (uint32_t)l);
+            fsdp_pre_backward(t, sh, (uint32_t)l);
         if (sh->ckpt)
             block_fwd(&c, in_id, FWD_RECOMPUTE);
         block_bwd(&c, r->layer + (size_t)l * ROLE_COUNT);
@@ -496,9 +498,10 @@ int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const uin
         const uint64_t kinds = !sh->full ? 1 : sh->opt == STEPREPLAY_PLAIN ? 2 : 4;
         for (size_t i = 0; i < t.np; i++)
             out->resident += allocsim_round_size(held_numel(sh, i) * wbytes(sh)) * kinds;
-        /* neither pool gives back a segment without empty_cache(): the run's highest total
-         * is the sum of the two pools' highest */
-        out->reserved = st->peak_reserved + (t.unit ? allocsim_get_stats(&t.rs)->peak_reserved : 0);
+        /* no pool gives back a segment without empty_cache(): the run's highest total is
+         * the sum of the pools' highest (FSDP's reduce-scatter one, FSDP1's unshard one) */
+        out->reserved = st->peak_reserved + (t.unit ? allocsim_get_stats(&t.rs)->peak_reserved : 0) +
+                        (t.ag_blocks ? allocsim_get_stats(&t.ag)->peak_reserved : 0);
         out->peak_allocated = t.unit ? t.peak_both : st->peak_allocated;
         out->allocated = st->allocated;
         rc = t.fail ? -1 : 0;

@@ -69,6 +69,10 @@ struct stepreplay_shape {
                            fp32 weights with MixedPrecisionPolicy(bf16, reduce fp32): ew 2,
                            no amp; fully_shard on each block, then on the model (the root:
                            embedding, final norm, lm_head) */
+    bool fsdp1;         /* with shards: FSDP1 (FullyShardedDataParallel, flat units on their
+                           own streams, stepfsdp.c) instead of FSDP2 */
+    bool shard16;       /* with shards: the shards, their gradients and states in ew bytes
+                           (16-bit parameters); else fp32 under a 16-bit gather */
 };
 
 struct stepreplay_result {

@@ -90,7 +90,8 @@ void trace_zero_grad(struct tracer *t)
 
 void trace_note_peak(struct tracer *t)
 {
-    const uint64_t a = allocsim_get_stats(&t->st)->allocated + allocsim_get_stats(&t->rs)->allocated;
+    const uint64_t a = allocsim_get_stats(&t->st)->allocated + allocsim_get_stats(&t->rs)->allocated +
+                       (t->ag_blocks ? allocsim_get_stats(&t->ag)->allocated : 0);
     if (a > t->peak_both)
         t->peak_both = a;
 }
@@ -171,5 +172,5 @@ int trace_open(struct tracer *t, struct roles *r, const struct stepreplay_shape 
 void trace_close(struct tracer *t, struct roles *r)
 {
     free(r->layer), free(t->blocks), free(t->has_grad), free(t->live), free(t->h);
-    free(t->rs_blocks), free(t->unit);
+    free(t->rs_blocks), free(t->ag_blocks), free(t->unit);
 }

@@ -32,10 +32,13 @@ enum {
 struct tracer {
     allocsim_state st;
     allocsim_block *blocks;
-    allocsim_state rs;     /* FSDP2's reduce-scatter stream: its own pool (stepfsdp.c) */
+    allocsim_state rs;     /* FSDP's reduce-scatter (FSDP1: post-backward) stream's pool */
     allocsim_block *rs_blocks;
+    allocsim_state ag;     /* FSDP1's unshard stream's pool (stepfsdp.c) */
+    allocsim_block *ag_blocks;
+    bool tied;             /* FSDP1: the root's embedding is the lm_head too */
     uint32_t *unit;        /* FSDP2: per parameter, its unit (a layer; `layers`: the root) */
-    uint64_t peak_both;    /* FSDP2: the highest allocated of both pools together */
+    uint64_t peak_both;    /* FSDP: the highest allocated of all pools together */
     uint32_t *h;           /* handle per id */
     uint8_t *has_grad;     /* per parameter: enum grad_state */
     uint8_t *live;         /* per id: allocated now */
@@ -64,7 +67,9 @@ static inline uint32_t id_kept(const struct tracer *t, int gen, int32_t k)
 {
     return id_glob(t, NGLOB) + (uint32_t)gen * (2 * (uint32_t)t->layers + 1) + (uint32_t)k;
 }
-enum { U_RS_IN, U_RS_OUT, U_COUNT };
+/* per unit: FSDP2's reduce-scatter input and output; FSDP1's gathered flat parameter, its
+ * flat gradient (the views' cat) and a tied weight's summed gradient */
+enum { U_RS_IN, U_RS_OUT, U_AG, U_CAT, U_SUM, U_COUNT };
 static inline uint32_t id_unit(const struct tracer *t, int kind, uint32_t u)
 {
     return id_kept(t, 2, 0) + (uint32_t)kind * ((uint32_t)t->layers + 1) + u;
@@ -97,7 +102,7 @@ static inline void tmove(struct tracer *t, uint32_t to, uint32_t from)
  * shards and their states; the gradients its reduce-scatter writes). */
 static inline uint64_t wbytes(const struct stepreplay_shape *sh)
 {
-    return (sh->amp && sh->full) || sh->shards > 1 ? 4 : sh->ew;
+    return (sh->amp && sh->full) || (sh->shards > 1 && !sh->shard16) ? 4 : sh->ew;
 }
 
 static inline uint64_t numel(const struct stepreplay_shape *sh, size_t pi)
@@ -151,6 +156,9 @@ void trace_ckpt_drop(struct tracer *t, int32_t l);
 void trace_optimizer_step(struct tracer *t, const struct stepreplay_shape *sh, bool *have_states);
 /* FSDP2's hooks on unit u (a layer; `layers`: the root) (stepfsdp.c). */
 void fsdp_unshard(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u);
+/* A unit's pre-backward: gathered again (FSDP2), or kept and the next one prefetched
+ * (FSDP1's BACKWARD_PRE); u = layers: the root's, at the loss's backward. */
+void fsdp_pre_backward(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u);
 void fsdp_reshard(struct tracer *t, uint32_t u);
 void fsdp_post_backward(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u);
 /* zero_grad: the reduce-scatter outputs, which the sharded gradients view, die. */

@@ -60,6 +60,7 @@ static void fsdp1_pools(const struct model_plan *p, const struct train_config *c
     struct fsdp1_pools pool;
     if (streampool_fsdp1(&u, &pool) != 0)
         return;
+    mp->side_pool = pool.pre_unshard; /* beside a replayed step (stepfsdp.c) */
     const uint64_t held[PHASE_COUNT] = {
         [PHASE_FORWARD] = r->gather_fwd, [PHASE_LOSS] = r->gather_fwd, [PHASE_BWD_LAST] = r->gather_bwd_last,
         [PHASE_BWD_FIRST] = r->gather_bwd, [PHASE_EVAL] = r->gather_fwd, [PHASE_BWD_END] = pool.unshard_root,

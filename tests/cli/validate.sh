@@ -139,11 +139,12 @@ done
 # 3.5 % (they were +8 .. +31 % with autocast's casts counted; the largest now, Llama-2-7B
 # checkpointed on 4 ranks, +3.41 %), median at most 0.5 %, but gpu-fsdp1-09 (Llama-2-7B LoRA
 # q+v, bf16 weights, no checkpointing, 2 ranks: -9.4 %, unexplained) within 10 %. Reserved:
-# FSDP1's side-stream pools (streampool.h streampool_fsdp1; they were -35 .. -4 % without
-# them) put the rows within 8 % (median at most 5 %), but the checkpointed Llama-2-7B (-18.9 %:
-# the default stream's own segments, not modelled) and gpu-fsdp1-09 within 20 %, the
-# checkpointed Llama-3.1-8B over 8 ranks (-11.9 %) within 12.5 %, and FSDP2 without a
-# MixedPrecisionPolicy (gpu-fsdp1-pools-09, not replayed: -11.4 %) within 12 %.
+# FSDP1's side-stream pools (streampool.h) and, for full fine-tuning, its whole steps
+# replayed over those pools (stepfsdp.c) put the rows within 5 % (they were -35 .. +13 %;
+# the checkpointed Llama-2-7B and Llama-3.1-8B -18.9 and -11.9 % with the pools in the phases
+# alone), median at most 1.5 %, but LoRA under FSDP1 (not replayed: gpu-fsdp1-pools-07 -7.0 %,
+# gpu-fsdp1-09 -19.6 %) within 8 and 20 %, and FSDP2 without a MixedPrecisionPolicy
+# (gpu-fsdp1-pools-09, not replayed: -11.4 %) within 12 %.
 for name in h200-20261127-fsdp1 h200-20261127-fsdp1-pools h200-20261127-fsdp1-segments; do
   "$BIN" validate --measured "$PROJECT/datasets/measured/$name.csv" --out "$TMP/$name.csv" \
     > /dev/null || fail "validate on $name.csv"
@@ -154,15 +155,13 @@ ids = {i + 2: r["id"] for i, r in enumerate(csv.DictReader(open(sys.argv[2])))}
 def errors(metric):
     return {ids[int(r["line"])]: abs(float(r["error_pct"])) for r in rows if r["metric"] == metric}
 a, res = errors("allocated"), errors("reserved")
-wide = {"gpu-fsdp1-03": 20.0, "gpu-fsdp1-pools-03": 20.0, "gpu-fsdp1-pools-04": 20.0,
-        "gpu-fsdp1-segments-01": 20.0, "gpu-fsdp1-09": 20.0, "gpu-fsdp1-02": 12.5,
-        "gpu-fsdp1-pools-10": 12.5, "gpu-fsdp1-pools-09": 12.0}
+wide = {"gpu-fsdp1-pools-07": 8.0, "gpu-fsdp1-09": 20.0, "gpu-fsdp1-pools-09": 12.0}
 off = {k: v for k, v in a.items() if v > (10.0 if k == "gpu-fsdp1-09" else 3.5)}
-off.update({k + " reserved": v for k, v in res.items() if v > wide.get(k, 8.0)})
+off.update({k + " reserved": v for k, v in res.items() if v > wide.get(k, 5.0)})
 print(f"allocated: {len(a)} rows, median {statistics.median(a.values()):.2f} %; reserved: median"
       f" {statistics.median(res.values()):.2f} %; off: {off}")
 sys.exit(0 if len(a) >= 4 and not off and statistics.median(a.values()) <= 0.5
-         and statistics.median(res.values()) <= 5.0 else 1)
+         and statistics.median(res.values()) <= 1.5 else 1)
 PY
 done
 finish
