@@ -65,10 +65,10 @@ struct stepreplay_shape {
     bool kept;          /* the loop keeps `outputs`: 16-bit logits and the DynamicCache */
     uint64_t lora_r;    /* LoRA rank (frozen base: full false) */
     uint32_t lora_targets; /* TARGET_BIT(role) of the adapted block Linears (train.h) */
-    uint32_t shards;    /* > 1: FSDP2 over this many ranks (stepfsdp.c), full fine-tuning of
-                           fp32 weights with MixedPrecisionPolicy(bf16, reduce fp32): ew 2,
-                           no amp; fully_shard on each block, then on the model (the root:
-                           embedding, final norm, lm_head) */
+    uint32_t shards;    /* > 1: FSDP over this many ranks (stepfsdp.c), full fine-tuning, a
+                           unit per block and the root (embedding, final norm, lm_head), no
+                           amp, ew 2: FSDP2's fully_shard over fp32 weights with
+                           MixedPrecisionPolicy(bf16, reduce fp32), or FSDP1 (fsdp1) */
     bool fsdp1;         /* with shards: FSDP1 (FullyShardedDataParallel, flat units on their
                            own streams, stepfsdp.c) instead of FSDP2 */
     bool shard16;       /* with shards: the shards, their gradients and states in ew bytes
@@ -77,9 +77,10 @@ struct stepreplay_shape {
 
 struct stepreplay_result {
     uint64_t reserved;  /* highest memory_reserved() after a step of the measured window;
-                           stepreplay_steps: max_memory_reserved() over the run (FSDP2: the
-                           default stream's pool and the reduce-scatter stream's; the
-                           all-gather copy-in stream's is streampool.h's) */
+                           stepreplay_steps: max_memory_reserved() over the run (FSDP: the
+                           default stream's pool and the reduce-scatter stream's, FSDP1's
+                           unshard stream's too; FSDP2's all-gather copy-in stream's and
+                           FSDP1's pre-unshard one are streampool.h's) */
     uint64_t peak_allocated; /* stepreplay_steps: max_memory_allocated() over the run (FSDP2:
                                 both pools together) */
     uint64_t resident;  /* bytes (rounded) the replay keeps at the optimizer step: weights,
