@@ -159,8 +159,8 @@ static void text_verdict(const struct explanation *x, FILE *f)
                 "(bytes per token and vocab entry)", x->loss_path, x->loss_allocated, x->loss_reserved,
                 x->loss_needed);
     if (x->side_pool)
-        fprintf(f, "\nside pool  %.3f GiB reserved by FSDP2's all-gather copy-in stream (in every phase's "
-                "reserved, not in allocated)", units_gib(x->side_pool));
+        fprintf(f, "\nside pool  %.3f GiB reserved by %s (in every phase's reserved, not in allocated)",
+                units_gib(x->side_pool), x->side_pool_stream);
     if (x->paged)
         fprintf(f, "\npaged      %.3f GiB of optimizer states in managed memory (bitsandbytes): %.3f GiB on the "
                 "GPU beside the reserved pool, %.3f GiB to host and back each step; the largest parameter's "

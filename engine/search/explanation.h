@@ -52,8 +52,10 @@ struct explanation {
     bool has_loss;                  /* the loss path's cost (not for the LLMem equations) */
     char loss_path[32];
     double loss_allocated, loss_reserved, loss_needed; /* bytes per token and vocab entry */
-    uint64_t side_pool;             /* reserved by FSDP2's all-gather copy-in stream (in the
-                                       phases' reserved; memmodel.h mem_prepared) */
+    uint64_t side_pool;             /* reserved by FSDP2's all-gather copy-in stream or
+                                       FSDP1's pre-unshard one (in the phases' reserved;
+                                       memmodel.h mem_prepared) */
+    const char *side_pool_stream;   /* which of the two, in words */
     uint64_t paged, paged_one;      /* paged optimizer states: all, the largest parameter's */
     int nchanges;                   /* what to change when it does not fit */
     struct answer_change changes[ANSWER_SUGGEST_MAX];
