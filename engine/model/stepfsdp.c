@@ -47,20 +47,11 @@ static uint64_t padded_numel(const struct stepreplay_shape *sh, size_t pi)
     return held_numel(sh, pi) * sh->shards;
 }
 
-/* An allocation of id on pool st (FSDP1's unshard stream, either FSDP's reduce-scatter). */
-static void pa(struct tracer *t, allocsim_state *st, uint32_t id, uint64_t bytes)
-{
-    if (!t->fail && allocsim_alloc(st, bytes, &t->h[id]) != ALLOCSIM_OK)
-        t->fail = 1;
-    t->live[id] = 1;
-    trace_note_peak(t);
-}
-
+/* Frees id from pool st when it is live (a unit's buffers exist in some steps only). */
 static void pf(struct tracer *t, allocsim_state *st, uint32_t id)
 {
-    if (t->live[id] && !t->fail && allocsim_free(st, t->h[id]) != ALLOCSIM_OK)
-        t->fail = 1;
-    t->live[id] = 0;
+    if (t->live[id])
+        tpf(t, st, id);
 }
 
 /* FSDP1's flat parameter of unit u: its parameters' elements, padded to the shards. */
@@ -77,7 +68,7 @@ void fsdp_unshard(struct tracer *t, const struct stepreplay_shape *sh, uint32_t 
 {
     if (sh->fsdp1) {
         if (!t->live[id_unit(t, U_AG, u)])
-            pa(t, &t->ag, id_unit(t, U_AG, u), flat_numel(t, sh, u, true) * sh->ew);
+            tpa(t, &t->ag, id_unit(t, U_AG, u), flat_numel(t, sh, u, true) * sh->ew);
         return;
     }
     for (size_t i = 0; i < t->np; i++)
@@ -124,8 +115,8 @@ static void fsdp1_post_backward(struct tracer *t, const struct stepreplay_shape 
         return;
     }
     if (tied)
-        pa(t, &t->ag, id_unit(t, U_SUM, u), tied);
-    pa(t, &t->ag, id_unit(t, U_CAT, u), flat_numel(t, sh, u, false) * sh->ew);
+        tpa(t, &t->ag, id_unit(t, U_SUM, u), tied);
+    tpa(t, &t->ag, id_unit(t, U_CAT, u), flat_numel(t, sh, u, false) * sh->ew);
     for (size_t i = 0; i < t->np; i++)
         if (t->unit[i] == u && t->has_grad[i] == GRAD_LOCAL)
             tf(t, id_param(t, K_GRAD, i)), t->has_grad[i] = GRAD_REDUCED;
@@ -133,10 +124,10 @@ static void fsdp1_post_backward(struct tracer *t, const struct stepreplay_shape 
     fsdp_reshard(t, u);
     const uint64_t shard = flat_numel(t, sh, u, true) / sh->shards;
     const uint32_t o = id_unit(t, U_RS_OUT, u), in = id_unit(t, U_RS_IN, u);
-    pa(t, &t->rs, o, shard * sh->ew);
+    tpa(t, &t->rs, o, shard * sh->ew);
     if (!sh->shard16) { /* _cast_grad_to_param_dtype: the fp32 copy takes its place */
         tmove(t, in, o);
-        pa(t, &t->rs, o, shard * 4);
+        tpa(t, &t->rs, o, shard * 4);
         pf(t, &t->rs, in);
     }
     pf(t, &t->ag, id_unit(t, U_CAT, u));
@@ -146,8 +137,7 @@ static void fsdp1_post_backward(struct tracer *t, const struct stepreplay_shape 
 static void release_rs_input(struct tracer *t)
 {
     for (uint32_t v = 0; v <= (uint32_t)t->layers; v++)
-        if (t->live[id_unit(t, U_RS_IN, v)])
-            tf(t, id_unit(t, U_RS_IN, v));
+        pf(t, &t->st, id_unit(t, U_RS_IN, v));
 }
 
 void fsdp_post_backward(struct tracer *t, const struct stepreplay_shape *sh, uint32_t u)
@@ -168,23 +158,13 @@ void fsdp_post_backward(struct tracer *t, const struct stepreplay_shape *sh, uin
     for (size_t i = 0; i < t->np; i++)
         if (t->unit[i] == u && t->has_grad[i] == GRAD_LOCAL)
             tf(t, id_param(t, K_GRAD, i)), t->has_grad[i] = GRAD_REDUCED;
-    const uint32_t o = id_unit(t, U_RS_OUT, u);
-    if (!t->fail && allocsim_alloc(&t->rs, out * 4, &t->h[o]) != ALLOCSIM_OK)
-        t->fail = 1;
-    t->live[o] = 1;
-    trace_note_peak(t);
+    tpa(t, &t->rs, id_unit(t, U_RS_OUT, u), out * 4);
 }
 
 void fsdp_zero_grad(struct tracer *t)
 {
-    for (uint32_t u = 0; u <= (uint32_t)t->layers; u++) {
-        const uint32_t o = id_unit(t, U_RS_OUT, u);
-        if (!t->live[o])
-            continue;
-        if (!t->fail && allocsim_free(&t->rs, t->h[o]) != ALLOCSIM_OK)
-            t->fail = 1;
-        t->live[o] = 0;
-    }
+    for (uint32_t u = 0; u <= (uint32_t)t->layers; u++)
+        pf(t, &t->rs, id_unit(t, U_RS_OUT, u));
 }
 
 void fsdp_backward_end(struct tracer *t, const struct stepreplay_shape *sh)

@@ -76,20 +76,24 @@ static inline uint32_t id_unit(const struct tracer *t, int kind, uint32_t u)
 }
 
 void trace_note_peak(struct tracer *t);
-static inline void ta(struct tracer *t, uint32_t id, uint64_t bytes)
+/* id allocated and freed in pool st: the default stream's (t->st: ta, tf) or one of FSDP's
+ * side streams' (stepfsdp.c). */
+static inline void tpa(struct tracer *t, allocsim_state *st, uint32_t id, uint64_t bytes)
 {
-    if (!t->fail && allocsim_alloc(&t->st, bytes, &t->h[id]) != ALLOCSIM_OK)
+    if (!t->fail && allocsim_alloc(st, bytes, &t->h[id]) != ALLOCSIM_OK)
         t->fail = 1;
     t->live[id] = 1;
     if (t->unit)
         trace_note_peak(t);
 }
-static inline void tf(struct tracer *t, uint32_t id)
+static inline void tpf(struct tracer *t, allocsim_state *st, uint32_t id)
 {
-    if (!t->fail && allocsim_free(&t->st, t->h[id]) != ALLOCSIM_OK)
+    if (!t->fail && allocsim_free(st, t->h[id]) != ALLOCSIM_OK)
         t->fail = 1;
     t->live[id] = 0;
 }
+static inline void ta(struct tracer *t, uint32_t id, uint64_t bytes) { tpa(t, &t->st, id, bytes); }
+static inline void tf(struct tracer *t, uint32_t id) { tpf(t, &t->st, id); }
 /* Hands a live allocation to another id (a tensor that changes owner, no copy). */
 static inline void tmove(struct tracer *t, uint32_t to, uint32_t from)
 {
