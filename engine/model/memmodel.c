@@ -738,15 +738,11 @@ static bool replay_fsdp2(const struct train_config *c)
 }
 
 /* FSDP1 as HF Trainer runs it through accelerate (stepfsdp.c; streampool.h): a unit per
- * block and the root, full fine-tuning of bf16 parameters or of fp32 ones under accelerate's
- * MixedPrecision (train_fsdp_half_gather), no accumulation. */
+ * block and the root, full fine-tuning in bf16 (no GradScaler in the replay), every rank a
+ * data-parallel one (train_fsdp1). */
 static bool replay_fsdp1(const struct train_config *c)
 {
-    const uint64_t need = FEAT_FSDP | FEAT_FSDP_FLAT;
-    return c->method == METHOD_ADP && c->tp == 1 && c->dp == c->gpus && c->gpus > 1 &&
-           (c->features & need) == need && !(c->features & (FEAT_FSDP_MP | FEAT_GRAD_ACCUM)) &&
-           c->finetune == FT_FULL && c->quant == QUANT_NONE &&
-           (c->precision == PREC_BF16_PURE || (c->precision == PREC_BF16 && train_fsdp_half_gather(c)));
+    return train_fsdp1(c) && c->dp == c->gpus && c->finetune == FT_FULL && c->precision != PREC_FP16;
 }
 
 static void replay_setup(const struct model_plan *p, const struct train_config *c,

@@ -35,17 +35,12 @@ static void fsdp2_rs_pool(const struct train_config *c, const struct resident *r
  * phase holds: the unshard pool less the units the phase counts as gathered (its
  * parameters, a prefetched block and a block's flat gradient live there; at the end of
  * backward the root's gathered parameter, gradient and tied sum), the post-backward pool in
- * the phases that count no sharded gradient, the pre-unshard pool always. Measured only
- * with 16-bit parameters or accelerate's MixedPrecision over fp32 ones
- * (h200-20261127-fsdp1*.csv), so only there; no accumulation (no_sync keeps the unsharded
- * gradients instead). */
+ * the phases that count no sharded gradient, the pre-unshard pool always; in the measured
+ * regimes only (train_fsdp1), one rank's experts whole (ep 1). */
 static void fsdp1_pools(const struct model_plan *p, const struct train_config *c, const struct resident *r,
                         struct mem_prepared *mp)
 {
-    const uint64_t flat = FEAT_FSDP | FEAT_FSDP_FLAT;
-    if ((c->features & flat) != flat || (c->features & (FEAT_FSDP_MP | FEAT_GRAD_ACCUM)) || c->method != METHOD_ADP ||
-        c->tp != 1 || train_ep(c) != 1 || c->dp < 2 || c->quant != QUANT_NONE ||
-        !(train_fsdp_half_gather(c) || c->precision == PREC_BF16_PURE))
+    if (!train_fsdp1(c) || train_ep(c) != 1)
         return;
     /* the root unit holds whatever no block holds: the embedding, the final norm and an
      * untied lm_head (one rank's experts: ep 1 only) */

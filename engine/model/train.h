@@ -256,6 +256,18 @@ static inline bool train_fsdp_half_gather(const struct train_config *c)
     return (c->features & fsdp1) == fsdp1 && c->dp > 1 && (c->method == METHOD_ADP || c->method == METHOD_DPTP) &&
            (c->precision == PREC_BF16 || c->precision == PREC_FP16);
 }
+/* FSDP1 (flat parameters, the hf stacks' FSDP) sharding a data-parallel run over 2 or more
+ * ranks in the regimes our rows measured (datasets/measured/h200-20261127-fsdp1*.csv):
+ * 16-bit parameters, or accelerate's MixedPrecision over fp32 ones; no tensor parallelism,
+ * quantized base or accumulation (no_sync keeps unsharded gradients). Its side-stream pools
+ * (streamfree.c) and its replayed steps (memmodel.c replay_fsdp1) take this. */
+static inline bool train_fsdp1(const struct train_config *c)
+{
+    const uint64_t flat = FEAT_FSDP | FEAT_FSDP_FLAT;
+    return (c->features & flat) == flat && !(c->features & (FEAT_FSDP_MP | FEAT_GRAD_ACCUM)) &&
+           c->method == METHOD_ADP && c->tp == 1 && c->dp > 1 && c->quant == QUANT_NONE &&
+           (train_fsdp_half_gather(c) || c->precision == PREC_BF16_PURE);
+}
 /* A k-bit base prepared for training (FEAT_KBIT_PREP, FEAT_KBIT_TRL): bitsandbytes-quantized
  * block Linears under LoRA, on a model each rank loads whole. TRL leaves a sharded QLoRA
  * alone (is_sharded_qlora: the 4-bit weights on cpu or meta when FSDP or ZeRO-3 loads them),
