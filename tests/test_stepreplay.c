@@ -215,6 +215,17 @@ static void test_eager_scores(void **state)
     plan_free(&p);
 }
 
+/* The tiny model's full fine-tuning over `shards` FSDP ranks: foreach AdamW, no kept outputs
+ * (FSDP2's unless the caller says fsdp1). */
+static struct stepreplay_shape fsdp_shape(const struct model_plan *p, uint32_t shards)
+{
+    struct stepreplay_shape sh = tiny_shape(p, true);
+    sh.kept = false;
+    sh.shards = shards;
+    sh.opt = STEPREPLAY_FOREACH;
+    return sh;
+}
+
 /* FSDP2 over 2 ranks (stepfsdp.c): each parameter's fp32 shard has half its rows at twice
  * the bytes of its bf16 whole, so the shards round as test_resident's bf16 parameters do,
  * 406016 B, and over 4 ranks: a block's q 16x64x4 4096, k and v 2048, o 4096, gate, up,
@@ -233,10 +244,7 @@ static void test_fsdp2_steps(void **state)
     assert_int_equal(tiny_model_plan(&p), 0);
     const uint32_t w[3] = {32, 32, 32};
     struct stepreplay_result r2, r4;
-    struct stepreplay_shape sh = tiny_shape(&p, true);
-    sh.kept = false;
-    sh.shards = 2;
-    sh.opt = STEPREPLAY_FOREACH;
+    struct stepreplay_shape sh = fsdp_shape(&p, 2);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r2), 0);
     assert_int_equal(r2.allocated, 3 * 406016);
     assert_int_equal(r2.resident, 4 * 406016);
@@ -265,10 +273,8 @@ static void test_fsdp1_steps(void **state)
     assert_int_equal(tiny_model_plan(&p), 0);
     const uint32_t w[3] = {32, 32, 32};
     struct stepreplay_result r;
-    struct stepreplay_shape sh = tiny_shape(&p, true);
-    sh.kept = false;
-    sh.shards = 2, sh.fsdp1 = true, sh.shard16 = true;
-    sh.opt = STEPREPLAY_FOREACH;
+    struct stepreplay_shape sh = fsdp_shape(&p, 2);
+    sh.fsdp1 = true, sh.shard16 = true;
     assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
     assert_int_equal(r.allocated, 3 * 204288);
     assert_int_equal(r.resident, 4 * 204288);
