@@ -255,6 +255,17 @@ static void test_fsdp2_steps(void **state)
     assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r4), 0);
     assert_int_equal(r4.allocated, 3 * 204288);
     assert_true(r4.peak_allocated < r2.peak_allocated);
+    assert_int_equal(r2.grads, 404992);
+    /* no policy over bf16 parameters (shard16), 2 ranks: bf16 shards and states, 204288 B a
+     * kind, and reduce-scatter outputs in the gradients' bf16: a block's 18496 x 2 B (37376
+     * rounded) each, the root's 64032 x 2 B (128512): 203264, beside the step's 4 kinds */
+    sh.shards = 2, sh.shard16 = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r4), 0);
+    assert_int_equal(r4.allocated, 3 * 204288);
+    assert_int_equal(r4.resident, 4 * 204288);
+    assert_int_equal(r4.grads, 203264);
+    assert_true(r4.peak_allocated >= 4 * 204288 + 203264);
+    assert_true(r4.peak_allocated < r2.peak_allocated);
     plan_free(&p);
 }
 
@@ -283,9 +294,11 @@ static void test_fsdp1_steps(void **state)
     /* the root gathered, its flat gradient and the last block's pieces at the root's
      * post-backward: at least the root's two flat buffers beside the shards and states */
     assert_true(r.peak_allocated >= 3 * 204288 + 2 * 256128);
+    assert_int_equal(r.grads, 203264); /* test_fsdp2_steps' bf16 reduce-scatter outputs */
     sh.shard16 = false;
     assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
     assert_int_equal(r.allocated, 3 * 406016);
+    assert_int_equal(r.grads, 404992); /* their fp32 casts */
     plan_free(&p);
 }
 

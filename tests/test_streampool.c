@@ -58,6 +58,23 @@ static void test_end_units(void **state)
     assert_int_equal(streampool_fsdp2_copy_in(&u), 1288 * MiB);
 }
 
+/* No policy over bf16 shards (as_is): no casts, only the outputs. Llama-3.2-1B (tied) over
+ * 4 ranks, FSDP2 as the harness wraps it: the root 525340672 B (a 502 MiB segment, A), a
+ * block 121643008 B (118 MiB). Block 0's output while the root's is held: B, 118; the root's
+ * freed, block 1 splits A, block 2 takes B, and so on; backward gathers one block at a time.
+ * 502 + 118 = 620 MiB, the 0.6055 GiB that gpu-fsdp1-pools-09 measured on that stream
+ * (`pools=`, datasets/measured/h200-20261127-fsdp1-pools.csv). With the casts (a policy over
+ * fp32 shards of these sizes) the root's first cast opens a 126 MiB segment before A. */
+static void test_uncast_gather(void **state)
+{
+    (void)state;
+    struct fsdp2_units u = {.first = UINT64_C(525340672), .block = UINT64_C(121643008), .blocks = 16,
+                            .dp = 4, .bwd_blocks = 15, .as_is = true};
+    assert_int_equal(streampool_fsdp2_copy_in(&u), 620 * MiB);
+    u.as_is = false;
+    assert_int_equal(streampool_fsdp2_copy_in(&u), 746 * MiB);
+}
+
 /* The whole sequence, every block in both directions, as streampool.c describes it. */
 static uint64_t full_replay(const struct fsdp2_units *u)
 {
@@ -123,7 +140,8 @@ static void test_blocks_only(void **state)
  * torchtitan's FSDP2 on 2 GPUs gathers 256000 and 73984 bytes in bf16; every request is
  * at most 1 MiB, so the small pool's one 2 MiB segment holds them all. It is reserved in
  * every phase, allocated in none; stack hf (FSDP1 here) has no such pool, unless the row
- * says fully_shard with a MixedPrecisionPolicy (FEAT_FSDP_MP: the harness's adp rows). */
+ * says fully_shard with a MixedPrecisionPolicy (FEAT_FSDP_MP: the harness's adp rows) or
+ * fully_shard with none over bf16 parameters. */
 static void test_memmodel_pool(void **state)
 {
     (void)state;
@@ -147,6 +165,14 @@ static void test_memmodel_pool(void **state)
     c.features |= FEAT_FSDP_MP;
     memmodel_prepare(&plan, &c, &o, &hf);
     assert_int_equal(hf.side_pool, 2 * MiB);
+    /* no policy over bf16 parameters gathers them as they are (train_fsdp2_plain16); over
+     * fp32 ones without a policy it gathers fp32, a regime no row measured: no pool */
+    c.features = FEAT_FSDP, c.precision = PREC_BF16_PURE;
+    memmodel_prepare(&plan, &c, &o, &hf);
+    assert_int_equal(hf.side_pool, 2 * MiB);
+    c.precision = PREC_BF16;
+    memmodel_prepare(&plan, &c, &o, &hf);
+    assert_int_equal(hf.side_pool, 0);
     for (int ph = 0; ph < PHASE_COUNT; ph++)
         if (mp.phase_on[ph])
             assert_true(mp.fixed_r[ph] >= 2 * MiB);
@@ -222,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_no_pool),
         cmocka_unit_test(test_root_then_blocks),
         cmocka_unit_test(test_end_units),
+        cmocka_unit_test(test_uncast_gather),
         cmocka_unit_test(test_blocks_only),
         cmocka_unit_test(test_capped_replay),
         cmocka_unit_test(test_memmodel_pool),

@@ -329,14 +329,16 @@ static void fsdp2_side_pool(const struct model_plan *p, const struct train_confi
     bool zero3, ds;
     resident_shard_kind(c, &zero3, &ds);
     const bool pp = c->method == METHOD_PP;
-    if (!(c->features & FEAT_FSDP_MP) || !zero3 || ds || c->dp < 2 || c->method == METHOD_OFFLOAD ||
-        (!pp && !(c->features & FEAT_FSDP)))
+    const bool plain16 = train_fsdp2_plain16(c);
+    if (!((c->features & FEAT_FSDP_MP) || plain16) || !zero3 || ds || c->dp < 2 ||
+        c->method == METHOD_OFFLOAD || (!pp && !(c->features & FEAT_FSDP)))
         return;
     const double layer = ((double)p->layer_p - (double)p->layer_expert_p * (1.0 - 1.0 / (double)train_ep(c))) /
                          (double)c->tp;
     const struct fsdp2_units u = {
         .block = (uint64_t)resident_gathered_block_bytes(p, c, layer, c->precision == PREC_FP32 ? 4.0 : 2.0),
         .dp = (uint32_t)c->dp, .blocks = (uint32_t)(pp ? pp_stage_layers(p, c, false) : (int32_t)p->spec.layers),
+        .as_is = plain16,
     };
     struct fsdp2_units ul = u;
     ul.blocks = pp ? (uint32_t)pp_stage_layers(p, c, true) : u.blocks;
@@ -727,14 +729,16 @@ static bool replay_family(const struct model_spec *m)
 
 /* FSDP2 as the measurement harness runs it (stepfsdp.c; datasets/measure/measure_worker.py
  * parallelize): fully_shard on every block, then on the model, with
- * MixedPrecisionPolicy(bf16, reduce fp32) over fp32 weights; full fine-tuning. FEAT_FSDP_MP
- * is fully_shard's policy, whatever FSDP the stack brings by default (hf: FSDP1's flag). */
+ * MixedPrecisionPolicy(bf16, reduce fp32) over fp32 weights, or with no policy over bf16
+ * ones (train_fsdp2_plain16); full fine-tuning. FEAT_FSDP_MP is fully_shard's policy,
+ * whatever FSDP the stack brings by default (hf: FSDP1's flag). */
 static bool replay_fsdp2(const struct train_config *c)
 {
     const uint64_t need = FEAT_FSDP | FEAT_FSDP_MP | FEAT_FSDP_FP32_REDUCE;
+    const bool mixed = (c->features & need) == need && c->precision == PREC_BF16;
     return c->method == METHOD_ADP && c->tp == 1 && c->dp == c->gpus && c->gpus > 1 &&
-           (c->features & need) == need && !(c->features & FEAT_FSDP_END_UNITS) &&
-           c->finetune == FT_FULL && c->precision == PREC_BF16;
+           (mixed || train_fsdp2_plain16(c)) && !(c->features & FEAT_FSDP_END_UNITS) &&
+           c->finetune == FT_FULL;
 }
 
 /* FSDP1 as HF Trainer runs it through accelerate (stepfsdp.c; streampool.h): a unit per

@@ -66,7 +66,7 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
     struct stepreplay_shape sh = replay_shape(p, c, mp);
     sh.shards = mp->replay_shards;
     sh.fsdp1 = mp->replay_fsdp1;
-    sh.shard16 = sh.fsdp1 && c->precision == PREC_BF16_PURE;
+    sh.shard16 = sh.shards && c->precision == PREC_BF16_PURE;
     /* FSDP's mixed precision gathers 16-bit units: no autocast runs (FSDP2), or it finds no
      * fp32 weight to cast (FSDP1 under accelerate) */
     sh.amp = c->precision == PREC_BF16 && !sh.shards;

@@ -1,7 +1,8 @@
 /* stepfsdp.c: FSDP2's hooks in the whole-step replay (steptrace.h), as fully_shard runs them
  * on one rank with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over fp32
- * weights, each decoder layer a unit and the model the root (the embedding, final norm and
- * lm_head). Sources: torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py,
+ * weights, or with no policy over bf16 ones (shape.shard16: every buffer below in bf16, the
+ * reduce dtype the gradients'), each decoder layer a unit and the model the root (the
+ * embedding, final norm and lm_head). Sources: torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py,
  * _fsdp_collectives.py and _fsdp_param.py at pytorch @010ae4a8 and @002a76fb (2026; our
  * own rows ran torch 2.11, not read at its tag: the replay meets their reserved peaks within
  * 1.5 %, README "FSDP2's steps"):
@@ -154,11 +155,12 @@ void fsdp_post_backward(struct tracer *t, const struct stepreplay_shape *sh, uin
     release_rs_input(t);
     if (!in)
         return;
-    ta(t, id_unit(t, U_RS_IN, u), in * 4);
+    const uint64_t rb = sh->shard16 ? sh->ew : 4; /* the reduce dtype */
+    ta(t, id_unit(t, U_RS_IN, u), in * rb);
     for (size_t i = 0; i < t->np; i++)
         if (t->unit[i] == u && t->has_grad[i] == GRAD_LOCAL)
             tf(t, id_param(t, K_GRAD, i)), t->has_grad[i] = GRAD_REDUCED;
-    tpa(t, &t->rs, id_unit(t, U_RS_OUT, u), out * 4);
+    tpa(t, &t->rs, id_unit(t, U_RS_OUT, u), out * rb);
 }
 
 void fsdp_zero_grad(struct tracer *t)

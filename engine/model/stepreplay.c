@@ -504,6 +504,7 @@ int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const uin
                         (t.ag_blocks ? allocsim_get_stats(&t.ag)->peak_reserved : 0);
         out->peak_allocated = t.unit ? t.peak_both : st->peak_allocated;
         out->allocated = st->allocated;
+        out->grads = t.unit ? allocsim_get_stats(&t.rs)->allocated : 0;
         rc = t.fail ? -1 : 0;
     }
     trace_close(&t, &r);

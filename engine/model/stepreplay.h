@@ -68,7 +68,8 @@ struct stepreplay_shape {
     uint32_t shards;    /* > 1: FSDP over this many ranks (stepfsdp.c), full fine-tuning, a
                            unit per block and the root (embedding, final norm, lm_head), no
                            amp, ew 2: FSDP2's fully_shard over fp32 weights with
-                           MixedPrecisionPolicy(bf16, reduce fp32), or FSDP1 (fsdp1) */
+                           MixedPrecisionPolicy(bf16, reduce fp32) or over bf16 weights
+                           without a policy (shard16), or FSDP1 (fsdp1) */
     bool fsdp1;         /* with shards: FSDP1 (FullyShardedDataParallel, flat units on their
                            own streams, stepfsdp.c) instead of FSDP2 */
     bool shard16;       /* with shards: the shards, their gradients and states in ew bytes
@@ -85,7 +86,10 @@ struct stepreplay_result {
                                 both pools together) */
     uint64_t resident;  /* bytes (rounded) the replay keeps at the optimizer step: weights,
                            and when full gradients and the optimizer's states */
-    uint64_t allocated; /* memory_allocated() after the last step: resident + kept outputs */
+    uint64_t allocated; /* memory_allocated() after the last step: resident + kept outputs
+                           (the default stream's; FSDP's sharded gradients: grads) */
+    uint64_t grads;     /* FSDP: what the reduce-scatter (FSDP1: post-backward) stream's pool
+                           holds after the last step, the sharded gradients */
 };
 
 /* Replays windows of `window` steps (torch.cuda.empty_cache() after each window) of micro-

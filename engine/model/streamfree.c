@@ -14,7 +14,9 @@
  * gradients' segments: the phases that count no sharded gradient (forward, loss, the last
  * block's backward, before any unit is reduced) have them reserved beside their own, and
  * wholly free, so not held. The hf stacks' FSDP2 with a MixedPrecisionPolicy (FEAT_FSDP_MP:
- * our harness's adp rows) without accumulation. The code before (pytorch @415cc262, 2024:
+ * our harness's adp rows; fp32 gradients), or with none over bf16 parameters
+ * (train_fsdp2_plain16: bf16 gradients, the output in the reduce dtype, the gradients'),
+ * without accumulation. The code before (pytorch @415cc262, 2024:
  * "The RS output is allocated in the RS stream") and after (@010ae4a8) allocates it there
  * (#132445, 2024-08, proposed the default stream; the later code does not show it).
  * torchtitan is left out: with the same term its TT rows move toward their measurements
@@ -23,8 +25,8 @@
  * found, adding the pool there would trade one error for another (README "FSDP2's steps"). */
 static void fsdp2_rs_pool(const struct train_config *c, const struct resident *r, struct mem_prepared *mp)
 {
-    if (!(c->features & FEAT_FSDP_MP) || !(c->features & FEAT_FSDP) || !stack_hf_trainer(c->stack) ||
-        c->dp < 2 || c->method != METHOD_ADP)
+    if (!((c->features & FEAT_FSDP_MP) || train_fsdp2_plain16(c)) || !(c->features & FEAT_FSDP) ||
+        !stack_hf_trainer(c->stack) || c->dp < 2 || c->method != METHOD_ADP)
         return;
     const enum mem_phase free_in[] = {PHASE_FORWARD, PHASE_LOSS, PHASE_BWD_LAST, PHASE_EVAL};
     for (size_t i = 0; i < sizeof free_in / sizeof *free_in; i++)

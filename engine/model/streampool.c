@@ -14,13 +14,13 @@
 #define FWD_BLOCKS_MAX 6
 
 /* One unit's unshard on the copy-in stream: the shards cast to the all-gather dtype (the
- * per-parameter casts counted as one allocation of their sum), then the output they are
- * copied into; the casts die when foreach_all_gather returns (`del
+ * per-parameter casts counted as one allocation of their sum; none when u->as_is), then the
+ * output they are copied into; the casts die when foreach_all_gather returns (`del
  * param_all_gather_inputs`). Returns the output's handle. */
-static bool gather_unit(allocsim_state *st, uint64_t out, uint32_t dp, uint32_t *h)
+static bool gather_unit(allocsim_state *st, const struct fsdp2_units *u, uint64_t out, uint32_t *h)
 {
-    uint32_t in;
-    return allocsim_alloc(st, out / dp, &in) == ALLOCSIM_OK &&
+    uint32_t in = ALLOCSIM_NULL_HANDLE;
+    return (u->as_is || allocsim_alloc(st, out / u->dp, &in) == ALLOCSIM_OK) &&
            allocsim_alloc(st, out, h) == ALLOCSIM_OK && allocsim_free(st, in) == ALLOCSIM_OK;
 }
 
@@ -43,7 +43,7 @@ static bool forward(allocsim_state *st, const struct fsdp2_units *u)
     const uint32_t blocks = u->blocks > FWD_BLOCKS_MAX + 1 ? FWD_BLOCKS_MAX + (u->blocks & 1u) : u->blocks;
     const uint32_t n = blocks + (u->first ? 1u : 0u) + (u->last ? 1u : 0u);
     for (uint32_t i = 0; i < n; i++) {
-        if (!gather_unit(st, unit_bytes(u, i, n), u->dp, &h) || allocsim_free(st, held) != ALLOCSIM_OK)
+        if (!gather_unit(st, u, unit_bytes(u, i, n), &h) || allocsim_free(st, held) != ALLOCSIM_OK)
             return false;
         held = h;
     }
@@ -54,10 +54,10 @@ static bool forward(allocsim_state *st, const struct fsdp2_units *u)
 static bool backward(allocsim_state *st, const struct fsdp2_units *u)
 {
     uint32_t h;
-    if (u->bwd_blocks && (!gather_unit(st, u->block, u->dp, &h) || allocsim_free(st, h) != ALLOCSIM_OK))
+    if (u->bwd_blocks && (!gather_unit(st, u, u->block, &h) || allocsim_free(st, h) != ALLOCSIM_OK))
         return false;
     if (u->bwd_first && u->first)
-        return gather_unit(st, u->first, u->dp, &h) && allocsim_free(st, h) == ALLOCSIM_OK;
+        return gather_unit(st, u, u->first, &h) && allocsim_free(st, h) == ALLOCSIM_OK;
     return true;
 }
 

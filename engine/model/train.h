@@ -268,6 +268,18 @@ static inline bool train_fsdp1(const struct train_config *c)
            c->method == METHOD_ADP && c->tp == 1 && c->dp > 1 && c->quant == QUANT_NONE &&
            (train_fsdp_half_gather(c) || c->precision == PREC_BF16_PURE);
 }
+/* FSDP2 (fully_shard: FEAT_FSDP without FSDP1's flat parameters) with no
+ * MixedPrecisionPolicy over bf16-pure parameters, a data-parallel run of 2 or more ranks:
+ * each unit gathers, computes and reduces in bf16 as it is (torch
+ * distributed/fsdp/_fully_shard/_fsdp_param.py init_dtype_attrs, _fsdp_collectives.py
+ * foreach_reduce: `reduce_dtype = reduce_dtype or grad_dtype`, torch v2.11.0 @70d99e99, read
+ * in a verbatim copy so marked). The measurement harness's feature fsdp2 without fsdp-mp. */
+static inline bool train_fsdp2_plain16(const struct train_config *c)
+{
+    return (c->features & (FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_FSDP_MP)) == FEAT_FSDP &&
+           c->precision == PREC_BF16_PURE && c->method == METHOD_ADP && c->tp == 1 && c->dp > 1 &&
+           c->quant == QUANT_NONE;
+}
 /* A k-bit base prepared for training (FEAT_KBIT_PREP, FEAT_KBIT_TRL): bitsandbytes-quantized
  * block Linears under LoRA, on a model each rank loads whole. TRL leaves a sharded QLoRA
  * alone (is_sharded_qlora: the 4-bit weights on cpu or meta when FSDP or ZeRO-3 loads them),

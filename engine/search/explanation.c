@@ -63,8 +63,8 @@ int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
             x->loss_needed = mp.logits_need_tok[bk];
         }
         x->side_pool = mp.side_pool;
-        x->side_pool_stream = (pt->cfg.features & FEAT_FSDP_MP) ? "FSDP2's all-gather copy-in stream"
-                                                                  : "FSDP1's pre-unshard stream";
+        x->side_pool_stream = train_fsdp1(&pt->cfg) ? "FSDP1's pre-unshard stream"
+                                                    : "FSDP2's all-gather copy-in stream";
         x->paged = mp.paged;
         x->paged_one = mp.paged_one;
     }

@@ -143,8 +143,9 @@ done
 # replayed over those pools (stepfsdp.c) put the rows within 5 % (they were -35 .. +13 %;
 # the checkpointed Llama-2-7B and Llama-3.1-8B -18.9 and -11.9 % with the pools in the phases
 # alone), median at most 1.5 %, but LoRA under FSDP1 (not replayed: gpu-fsdp1-pools-07 -7.0 %,
-# gpu-fsdp1-09 -19.6 %) within 8 and 20 %, and FSDP2 without a MixedPrecisionPolicy
-# (gpu-fsdp1-pools-09, not replayed: -11.4 %) within 12 %.
+# gpu-fsdp1-09 -19.6 %) within 8 and 20 %. FSDP2 without a MixedPrecisionPolicy over bf16
+# weights (gpu-fsdp1-pools-09: -11.4 % with neither its side pools nor its steps, +1.4 % with
+# both, train.h train_fsdp2_plain16) is held to the same 5 %.
 for name in h200-20261127-fsdp1 h200-20261127-fsdp1-pools h200-20261127-fsdp1-segments; do
   "$BIN" validate --measured "$PROJECT/datasets/measured/$name.csv" --out "$TMP/$name.csv" \
     > /dev/null || fail "validate on $name.csv"
@@ -155,7 +156,7 @@ ids = {i + 2: r["id"] for i, r in enumerate(csv.DictReader(open(sys.argv[2])))}
 def errors(metric):
     return {ids[int(r["line"])]: abs(float(r["error_pct"])) for r in rows if r["metric"] == metric}
 a, res = errors("allocated"), errors("reserved")
-wide = {"gpu-fsdp1-pools-07": 8.0, "gpu-fsdp1-09": 20.0, "gpu-fsdp1-pools-09": 12.0}
+wide = {"gpu-fsdp1-pools-07": 8.0, "gpu-fsdp1-09": 20.0}
 off = {k: v for k, v in a.items() if v > (10.0 if k == "gpu-fsdp1-09" else 3.5)}
 off.update({k + " reserved": v for k, v in res.items() if v > wide.get(k, 5.0)})
 print(f"allocated: {len(a)} rows, median {statistics.median(a.values()):.2f} %; reserved: median"
