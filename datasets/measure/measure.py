@@ -249,6 +249,11 @@ def row_features(cfg):
     # prepare_model_for_kbit_training (README "A k-bit base prepared for training")
     if cfg.get("quant", "none") != "none" and "kbit-prep" not in f:
         f.append("no-kbit-prep")
+    # bf16-pure adapters stay bf16 (measure_worker.apply_lora casts them), where the hf
+    # stacks assume PEFT's autocast_adapter_dtype upcast to fp32 (from stop 33; the rows
+    # before were relabelled, datasets/measured/README.md)
+    if cfg.get("finetune", "full") != "full" and cfg.get("precision") == "bf16-pure":
+        f.append("adapter-bf16")
     if cfg.get("method") == "fsdp1":
         # FullyShardedDataParallel (flat parameters), the FSDP llmem-sweep's stack hf assumes;
         # named so that a reader never takes the row for FSDP2

@@ -742,11 +742,13 @@ static bool replay_fsdp2(const struct train_config *c)
 }
 
 /* FSDP1 as HF Trainer runs it through accelerate (stepfsdp.c; streampool.h): a unit per
- * block and the root, full fine-tuning in bf16 (no GradScaler in the replay), every rank a
+ * block and the root, full fine-tuning or LoRA (peft's fsdp_auto_wrap_policy: the adapters
+ * are units of their own, left out) in bf16 (no GradScaler in the replay), every rank a
  * data-parallel one (train_fsdp1). */
 static bool replay_fsdp1(const struct train_config *c)
 {
-    return train_fsdp1(c) && c->dp == c->gpus && c->finetune == FT_FULL && c->precision != PREC_FP16;
+    return train_fsdp1(c) && c->dp == c->gpus && (c->finetune == FT_FULL || c->finetune == FT_LORA) &&
+           c->precision != PREC_FP16;
 }
 
 static void replay_setup(const struct model_plan *p, const struct train_config *c,
@@ -770,13 +772,15 @@ static void replay_setup(const struct model_plan *p, const struct train_config *
     mp->replay_shards = fsdp2 ? (uint32_t)c->dp : 0;
     mp->replay_fsdp1 = fsdp1;
     if (!(c->features & FEAT_EMPTY_CACHE)) {
-        /* full fine-tuning (under autocast over fp32 weights, or bf16-pure), or LoRA with
-         * fp32 adapters on the block Linears of a 16-bit base, with or without autocast */
+        /* full fine-tuning (under autocast over fp32 weights, or bf16-pure), or LoRA on the
+         * block Linears of a 16-bit base: fp32 adapters, with or without autocast, or bf16
+         * ones under bf16-pure (stepreplay_shape.lora16) */
         const bool full = c->finetune == FT_FULL &&
                           (c->precision == PREC_BF16 || c->precision == PREC_BF16_PURE);
+        const bool fp32_adapters = (c->features & FEAT_ADAPTER_FP32) && !(c->features & FEAT_FP32_BASE);
         const bool lora = c->finetune == FT_LORA && c->quant == QUANT_NONE &&
                           (c->precision == PREC_BF16 || c->precision == PREC_BF16_PURE) &&
-                          (c->features & FEAT_ADAPTER_FP32) && !(c->features & FEAT_FP32_BASE) &&
+                          (fp32_adapters || c->precision == PREC_BF16_PURE) &&
                           !(plan_lora_targets(p, c) & ~(TARGETS_ATTN | TARGETS_MLP));
         mp->replay_steps = opt->whole_steps && (full || lora) &&
                            !(c->features & (FEAT_GRAD_ACCUM | FEAT_OUTPUTS_KEPT | FEAT_PAGED_OPT |

@@ -37,6 +37,7 @@ static struct stepreplay_shape replay_shape(const struct model_plan *p, const st
         .kv_repeat = mp->kv_rep_tok && (!mp->kv_rep_padded || c->micro_batch > 1),
         .kept = (c->features & FEAT_OUTPUTS_KEPT) != 0,
         .lora_r = full ? 0 : (uint64_t)c->lora_r, .lora_targets = full ? 0 : plan_lora_targets(p, c),
+        .lora16 = !full && !(c->features & FEAT_ADAPTER_FP32),
     };
 }
 
@@ -66,10 +67,12 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
     struct stepreplay_shape sh = replay_shape(p, c, mp);
     sh.shards = mp->replay_shards;
     sh.fsdp1 = mp->replay_fsdp1;
-    sh.shard16 = sh.shards && c->precision == PREC_BF16_PURE;
+    /* 16-bit shards: bf16-pure, or LoRA's frozen base (the adapters live outside the replay) */
+    sh.shard16 = sh.shards && (c->precision == PREC_BF16_PURE || !sh.full);
     /* FSDP's mixed precision gathers 16-bit units: no autocast runs (FSDP2), or it finds no
-     * fp32 weight to cast (FSDP1 under accelerate) */
-    sh.amp = c->precision == PREC_BF16 && !sh.shards;
+     * fp32 weight to cast (FSDP1 under accelerate) but LoRA's input casts for fp32 adapters,
+     * whose lora_A runs on autocast's bf16 copy (activations.c lora_own_input) */
+    sh.amp = c->precision == PREC_BF16 && (!sh.shards || (sh.fsdp1 && !sh.full));
     sh.ckpt = c->grad_ckpt;
     sh.expandable = c->alloc == ALLOC_EXPANDABLE;
     sh.eager = act_eager_attn(&p->spec, c);
@@ -85,10 +88,11 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
     if (!n || stepreplay_steps(&sh, c->micro_batch, w, n, &r) != 0)
         return 0;
     *steps = (uint32_t)n;
-    /* FSDP: every trained byte is in the replay; FSDP2's all-gather copy-in stream's pool
-     * (streampool.h) or FSDP1's pre-unshard one beside it. DDP: its buckets beside the
-     * replica's step */
-    const uint64_t beside = sh.shards ? mp->side_pool
+    /* FSDP: every trained byte of full fine-tuning is in the replay (LoRA's adapters are
+     * not); FSDP2's all-gather copy-in stream's pool (streampool.h) or FSDP1's pre-unshard
+     * one beside it. DDP: its buckets beside the replica's step */
+    const uint64_t lora = sh.full ? 0 : beside_replay(mp, r.resident);
+    const uint64_t beside = sh.shards ? bytes_add(mp->side_pool, lora)
                                       : bytes_add(beside_replay(mp, r.resident), mp->replay_buckets);
     return bytes_add(bytes_add(r.reserved, beside), opt->ws_res);
 }

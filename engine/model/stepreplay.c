@@ -34,7 +34,10 @@
  * lora_A saves it and its fp32 r-wide output is what lora_B saves, then lora_B's output,
  * its product with the scaling and `result + ...` run in fp32 (transients) and
  * `result.to(torch_result_dtype)`; under autocast lora_A saves its own bf16 cast of the
- * copy (which dies with the forward) and the rest runs in bf16. */
+ * copy (which dies with the forward) and the rest runs in bf16. Adapters in the base's
+ * 16-bit dtype without autocast (shape.lora16: `_cast_input_dtype` returns x itself) run in
+ * that dtype, and lora_A saves the Linear's input itself, which then lives until backward
+ * as a trained weight's input does. */
 #include "stepreplay.h"
 
 #include <string.h>
@@ -66,6 +69,15 @@ static bool adapted(const struct stepreplay_shape *sh, enum tensor_role r)
     return !sh->full && (sh->lora_targets & (1u << r));
 }
 
+/* The Linears of `roles` (a mask of 1 << role) read one input: does it stay for backward?
+ * A trained weight's gradient reads it, and so does a 16-bit adapter's lora_A. */
+static bool input_saved(const struct stepreplay_shape *sh, uint32_t roles)
+{
+    return sh->full || (sh->lora16 && (sh->lora_targets & roles));
+}
+#define QKV ((1u << ROLE_Q) | (1u << ROLE_K) | (1u << ROLE_V))
+#define GATE_UP ((1u << ROLE_GATE) | (1u << ROLE_UP))
+
 /* A block Linear of role r reading `in` (width w_in) and writing `out` (w_out): the base
  * matmul and, when adapted, the PEFT adapter beside it. The input stays only while a
  * trained weight's gradient needs it (full fine-tuning); callers free it otherwise. */
@@ -77,6 +89,14 @@ static void linear_fwd(const struct ctx *c, enum tensor_role r, int out, uint64_
         return;
     }
     const int lx = S_LX + (r - ROLE_Q), lA = S_LA + (r - ROLE_Q);
+    if (c->sh->lora16) { /* all in the base dtype; x itself is lora_A's input */
+        la(c, S_TMP4, ew * w_out);                            /* result = self.base_layer(x) */
+        la(c, lA, ew * c->sh->lora_r);                        /* lora_A(x) */
+        la(c, S_TMP1, ew * w_out), saved(c, lA);              /* lora_B */
+        la(c, S_TMP2, ew * w_out), lf(c, S_TMP1);             /* * scaling */
+        la(c, out, ew * w_out), lf(c, S_TMP2), lf(c, S_TMP4); /* result + ... */
+        return;
+    }
     if (c->sh->amp) { /* autocast runs lora_A and lora_B in bf16 (stepamp.c's sources) */
         la(c, S_TMP4, ew * w_out);                   /* result = self.base_layer(x) */
         la(c, S_TMP1, 4 * w_in);                     /* x.to(lora_A.weight.dtype) */
@@ -113,6 +133,12 @@ static void lora_bwd_pre(const struct ctx *c, enum tensor_role r, uint64_t w_in,
     const int lx = S_LX + (r - ROLE_Q), lA = S_LA + (r - ROLE_Q);
     const uint32_t gd = id_glob(t, G_GD), ge = id_glob(t, G_GE);
     const uint64_t n = c->tok, ew = c->sh->ew;
+    if (c->sh->lora16) { /* the output's gradient reaches lora_B as it is */
+        ta(t, ge, n * ew * w_out);                              /* * scaling */
+        ta(t, gd, n * ew * c->sh->lora_r), tf(t, ge), lf(c, lA); /* lora_B's input gradient */
+        ta(t, id_glob(t, G_LX), n * ew * w_in), tf(t, gd);      /* lora_A's */
+        return;
+    }
     if (c->sh->amp) { /* bf16 throughout but for the fp32 copy of x and its gradient */
         ta(t, ge, n * 2 * w_out);                             /* * scaling */
         ta(t, gd, n * 2 * c->sh->lora_r), tf(t, ge), lf(c, lA); /* lora_B's input gradient */
@@ -135,7 +161,7 @@ static void lora_bwd_post(const struct ctx *c, enum tensor_role r)
     if (!adapted(c->sh, r))
         return;
     tf(c->t, id_glob(c->t, G_LX));
-    if (!c->sh->amp)
+    if (!c->sh->amp && !c->sh->lora16)
         tf(c->t, id_glob(c->t, G_LR));
 }
 
@@ -152,7 +178,7 @@ static void block_fwd(const struct ctx *c, uint32_t in_id, enum fwd_mode mode)
     norm_fwd(c, S_N1F, S_N1B, S_N1);
     linear_fwd(c, ROLE_Q, S_Q, h, hq), linear_fwd(c, ROLE_K, S_K, h, hkv);
     linear_fwd(c, ROLE_V, S_V, h, hkv);
-    if (!sh->full)
+    if (!input_saved(sh, QKV))
         lf(c, S_N1);
     else
         saved(c, S_N1);
@@ -165,7 +191,7 @@ static void block_fwd(const struct ctx *c, uint32_t in_id, enum fwd_mode mode)
     }
     trace_attn_fwd(c);
     linear_fwd(c, ROLE_O, S_O, hq, h);
-    if (!sh->full)
+    if (!input_saved(sh, 1u << ROLE_O))
         lf(c, S_AOC);
     else
         saved(c, S_AOC);
@@ -177,12 +203,12 @@ static void block_fwd(const struct ctx *c, uint32_t in_id, enum fwd_mode mode)
     saved(c, S_G);
     linear_fwd(c, ROLE_UP, S_U, h, i), la(c, S_PR, ew * i);    /* the product saves both */
     saved(c, S_ACT), saved(c, S_U);
-    if (!sh->full)
+    if (!input_saved(sh, GATE_UP))
         lf(c, S_N2);
     else
         saved(c, S_N2);
     linear_fwd(c, ROLE_DOWN, S_D, i, h);
-    if (!sh->full)
+    if (!input_saved(sh, 1u << ROLE_DOWN))
         lf(c, S_PR);
     else
         saved(c, S_PR);
@@ -195,7 +221,7 @@ static void block_fwd(const struct ctx *c, uint32_t in_id, enum fwd_mode mode)
 
 /* The gradient flowing in the residual stream is G_GX; each Linear's input gradient is a
  * new tensor, summed in place into the first of a pair (autograd's InputBuffer::add). */
-static void norm_bwd(const struct ctx *c, int f, int b, int n)
+static void norm_bwd(const struct ctx *c, int f, int b, int n, uint32_t readers)
 {
     struct tracer *t = c->t;
     const uint64_t h = c->sh->h, ew = c->sh->ew;
@@ -205,6 +231,8 @@ static void norm_bwd(const struct ctx *c, int f, int b, int n)
     if (c->sh->full) /* the Linears' saved input, and the normalized input the weight's
                         gradient reads */
         lf(c, n), lf(c, b);
+    else if (input_saved(c->sh, readers)) /* the adapters' saved input */
+        lf(c, n);
     tf(t, id_glob(t, G_GE)); /* summed into the residual gradient */
 }
 
@@ -234,7 +262,7 @@ static void unit_grads(const struct ctx *c, uint32_t u)
 
 /* The MLP's backward (down, the product, silu, up and gate) from the residual gradient;
  * leaves the gradient of the second norm's output in G_GA. pi: the block's parameter index
- * per role (struct roles). Saved Linear inputs exist only under full fine-tuning (block_fwd
+ * per role (struct roles). Saved Linear inputs exist only where input_saved says (block_fwd
  * freed them otherwise). */
 static void mlp_bwd(const struct ctx *c, const size_t *pi)
 {
@@ -243,7 +271,7 @@ static void mlp_bwd(const struct ctx *c, const size_t *pi)
     const uint32_t ga = id_glob(t, G_GA), gb = id_glob(t, G_GB), gc = id_glob(t, G_GC);
     lora_bwd_pre(c, ROLE_DOWN, i, h);
     ta(t, ga, c->tok * ew * i), wgrad(c, pi[ROLE_DOWN]), lora_bwd_post(c, ROLE_DOWN);
-    if (c->sh->full)
+    if (input_saved(c->sh, 1u << ROLE_DOWN))
         lf(c, S_PR);
     ta(t, gb, c->tok * ew * i), ta(t, gc, c->tok * ew * i), tf(t, ga), lf(c, S_ACT), lf(c, S_U);
     ta(t, ga, c->tok * ew * i), tf(t, gb), lf(c, S_G);
@@ -265,7 +293,7 @@ static void attn_bwd(const struct ctx *c, const size_t *pi)
     const uint32_t ga = id_glob(t, G_GA), gb = id_glob(t, G_GB), gc = id_glob(t, G_GC);
     lora_bwd_pre(c, ROLE_O, hq, h);
     ta(t, ga, c->tok * ew * hq), wgrad(c, pi[ROLE_O]), lora_bwd_post(c, ROLE_O);
-    if (sh->full)
+    if (input_saved(sh, 1u << ROLE_O))
         lf(c, S_AOC);
     ta(t, gb, c->tok * ew * hq), tf(t, ga);
     trace_attn_bwd(c);
@@ -283,9 +311,9 @@ static void attn_bwd(const struct ctx *c, const size_t *pi)
 static void block_bwd(const struct ctx *c, const size_t *pi)
 {
     mlp_bwd(c, pi);
-    norm_bwd(c, S_N2F, S_N2B, S_N2);
+    norm_bwd(c, S_N2F, S_N2B, S_N2, GATE_UP);
     attn_bwd(c, pi);
-    norm_bwd(c, S_N1F, S_N1B, S_N1);
+    norm_bwd(c, S_N1F, S_N1B, S_N1, QKV);
 }
 
 
@@ -375,15 +403,13 @@ static void backward(struct tracer *t, const struct stepreplay_shape *sh, const 
     tf(t, id_glob(t, G_GX));
     if (sh->eager && sh->ckpt)
         tf(t, id_glob(t, G_MASK));
-    if (!sh->full)
-        return;
-    if (r->embed == r->head) { /* tied: embedding_dense_backward's new gradient, added in */
+    if (sh->full && r->embed == r->head) { /* tied: embedding_dense_backward's new gradient */
         ta(t, id_glob(t, G_EMB), (uint64_t)tensor_numel(&sh->params->t[r->embed]) * sh->ew);
         tf(t, id_glob(t, G_EMB));
     }
     for (size_t i = 0; i < t->np; i++)
         wgrad(&c0, i);
-    if (t->unit)
+    if (t->unit) /* a frozen root only reshards (FSDP1's final callback, _catch_all_reshard) */
         fsdp_backward_end(t, sh);
 }
 
@@ -471,7 +497,7 @@ int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const uin
 {
     memset(out, 0, sizeof *out);
     if (batch < 1 || !n || !widths || sh->layers < 1 || ((sh->ckpt || sh->eager) && sh->kept) ||
-        (sh->shards > 1 && (!sh->full || sh->amp || sh->kept)))
+        (sh->shards > 1 && (sh->kept || (sh->full ? sh->amp : !sh->fsdp1))))
         return -1;
     for (size_t k = 0; k < n; k++)
         if (widths[k] < 1)
