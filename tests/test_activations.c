@@ -446,6 +446,38 @@ static void test_fsdp1_half_gather(void **state)
     assert_false(stack_features(STACK_LITGPT) & FEAT_FSDP1_MP);
 }
 
+/* LoRA q+v (r 4) in FSDP1 units that also hold the frozen block weights (train_mixed_units):
+ * every view of the unit's flat parameter requires grad, so the block saves what full
+ * fine-tuning saves (test_forward_activations): the Linear inputs 512, the norms 768 with
+ * each trained-weight output, and of the adapters only their r-wide outputs, 2 x 4 x 2 = 16
+ * (lora_A reads the attention input the frozen q keeps now). Without the mix (peft's
+ * policy: the adapters are units of their own), test_lora_linear_inputs' 0 and 144 and
+ * norms of 2 x 4h = 512. One rank: nothing sharded, nothing mixed. */
+static void test_mixed_units(void **state)
+{
+    (void)state;
+    struct train_config c = tiny_base_config();
+    c.stack = STACK_TORCHTUNE;
+    c.finetune = FT_LORA, c.lora_r = 4, c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
+    c.method = METHOD_ADP, c.gpus = c.dp = 2;
+    c.features = FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_FSDP_MIXED_UNITS;
+    assert_true(train_mixed_units(&c));
+    struct mem_act_tok a;
+    act_block_tok(&plan, &c, &a);
+    assert_int_equal(a.lin_in, 512);
+    assert_int_equal(a.norms, 768);
+    assert_int_equal(a.lora, 16);
+    c.features = FEAT_FSDP | FEAT_FSDP_FLAT;
+    assert_false(train_mixed_units(&c));
+    act_block_tok(&plan, &c, &a);
+    assert_int_equal(a.lin_in, 0);
+    assert_int_equal(a.norms, 512);
+    assert_int_equal(a.lora, 144);
+    c.features = FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_FSDP_MIXED_UNITS;
+    c.method = METHOD_SINGLE, c.gpus = c.dp = 1;
+    assert_false(train_mixed_units(&c));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -461,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_sequence_parallel),
         cmocka_unit_test(test_fp8_activations),
         cmocka_unit_test(test_fsdp1_half_gather),
+        cmocka_unit_test(test_mixed_units),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -302,6 +302,38 @@ static void test_fsdp1_steps(void **state)
     plan_free(&p);
 }
 
+/* LoRA (q and v, r 4, bf16 adapters) under FSDP1 over 2 ranks: the frozen base's bf16 shards,
+ * test_fsdp1_steps' 204288 B, are all the replay keeps between steps (the adapters and their
+ * states live outside it). With peft's policy the block units are frozen: they reshard in
+ * their post-backward and nothing is reduced. With the adapters inside them (mixed) every
+ * block weight gets a gradient, and each block's flat gradient is reduce-scattered into the
+ * post-backward stream's pool: 36992 elements / 2 x 2 B, 37376 rounded, a block: 74752;
+ * the root (embedding, final norm, lm_head) holds no adapter and stays frozen. */
+static void test_fsdp1_lora_steps(void **state)
+{
+    (void)state;
+    struct model_plan p;
+    assert_int_equal(tiny_model_plan(&p), 0);
+    const uint32_t w[3] = {32, 32, 32};
+    struct stepreplay_result r;
+    struct stepreplay_shape sh = fsdp_shape(&p, 2);
+    sh.full = false, sh.lora_r = 4, sh.lora_targets = (1u << ROLE_Q) | (1u << ROLE_V);
+    sh.fsdp1 = true, sh.shard16 = true, sh.lora16 = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(r.allocated, 204288);
+    assert_int_equal(r.resident, 204288);
+    assert_int_equal(r.grads, 0);
+    const uint64_t frozen_peak = r.peak_allocated;
+    sh.mixed = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(r.allocated, 204288);
+    assert_int_equal(r.grads, 74752);
+    assert_true(r.peak_allocated > frozen_peak); /* the Linear inputs and norms kept, too */
+    sh.fsdp1 = false; /* FSDP2 LoRA is not replayed */
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), -1);
+    plan_free(&p);
+}
+
 /* Out of range: no steps, a zero width, a zero micro-batch, checkpointing with the kept
  * outputs (HF turns the cache off under checkpointing; the op list has no such loop). */
 static void test_steps_arguments(void **state)
@@ -345,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_eager_scores),
         cmocka_unit_test(test_fsdp2_steps),
         cmocka_unit_test(test_fsdp1_steps),
+        cmocka_unit_test(test_fsdp1_lora_steps),
         cmocka_unit_test(test_steps_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

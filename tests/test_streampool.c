@@ -233,6 +233,13 @@ static void test_fsdp1_pools(void **state)
     assert_int_equal(streampool_fsdp1(&u, &p), 0);
     assert_int_equal(p.post_backward, 1368 * MiB);
     assert_int_equal(p.pre_unshard, 126 * MiB);
+    /* LoRA in mixed units (adapters inside the blocks): the blocks as trained, the root
+     * frozen, gathered once: 502 + 3 x 118 = 856 MiB; the blocks' shards alone, 480 MiB */
+    u.fp32_master = false, u.frozen_root = true;
+    assert_int_equal(streampool_fsdp1(&u, &p), 0);
+    assert_int_equal(p.unshard, 856 * MiB);
+    assert_int_equal(p.post_backward, 480 * MiB);
+    u.fp32_master = true, u.frozen_root = false;
     u.trained = false, u.dp = 2;
     assert_int_equal(streampool_fsdp1(&u, &p), 0);
     assert_int_equal(p.unshard, 738 * MiB);

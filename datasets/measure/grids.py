@@ -27,6 +27,8 @@ FEATURES = ("paged", "fused", "kbit-prep", "launch-blocking")
 METHODS = ("single", "cdp", "adp", "fsdp1", "tp")
 DATA = ("packed", "variable")
 ALLOC_CONFS = ("default", "expandable")
+# how method fsdp1 wraps a LoRA model (c(wrap=...))
+WRAPS = ("peft", "blocks")
 RUNNERS = ("loop", "trainer")
 # model_types whose blocks name q/k/v/o_proj and gate/up/down_proj (the tp plan's modules)
 TP_TYPES = ("llama", "mistral", "qwen2")
@@ -35,11 +37,13 @@ TP_TYPES = ("llama", "mistral", "qwen2")
 def c(model, precision="bf16", finetune="full", *, r=None, targets=None, quant=None,
       ckpt="off", opt="adamw", mb=1, seq=512, attn="sdpa", features=(), steps=None,
       method="single", gpus=1, data="packed", alloc="default", runner="loop", snapshot=False,
-      segments=False):
+      segments=False, wrap="peft"):
     """One configuration; qlora implies nf4, LoRA without a rank gets 16 and targets 'all'.
     Packed data runs 3 steps by default (every step allocates alike after the first); variable
     data 30, so that segments cut for earlier lengths are still cached when a longer batch
-    comes (the allocator effect issue 12 is about)."""
+    comes (the allocator effect issue 12 is about). wrap: how method fsdp1 wraps a LoRA model,
+    with peft's fsdp_auto_wrap_policy as HF Trainer does ("peft"), or in whole blocks, the
+    adapters inside ("blocks": what gpu-fsdp1-09 ran, before the harness took peft's policy)."""
     if finetune == "qlora" and quant is None:
         quant = "nf4"
     lora = finetune != "full"
@@ -52,7 +56,7 @@ def c(model, precision="bf16", finetune="full", *, r=None, targets=None, quant=N
         "features": list(features),
         "steps": steps or (30 if data == "variable" else 3),
         "method": method, "gpus": gpus, "data": data, "alloc_conf": alloc, "runner": runner,
-        "snapshot": snapshot, "segments": segments,
+        "snapshot": snapshot, "segments": segments, "wrap": wrap,
     }
 
 
@@ -263,7 +267,8 @@ GPU_FSDP1 = [
     c(L1B, "bf16", mb=4, seq=1024, method="fsdp1", gpus=8),
     c(L1B, "bf16", mb=4, seq=1024, method="fsdp1", gpus=4),
     c(L1B, "bf16-pure", mb=4, seq=1024, method="fsdp1", gpus=4),
-    c(L2_7B, "bf16-pure", "lora", r=8, targets="q+v", mb=4, seq=2048, method="fsdp1", gpus=2),
+    c(L2_7B, "bf16-pure", "lora", r=8, targets="q+v", mb=4, seq=2048, method="fsdp1", gpus=2,
+      wrap="blocks"),
     c(L1B, "bf16", mb=4, seq=1024, ckpt="on", method="fsdp1", gpus=4),
     c(L3B, "bf16", mb=2, seq=2048, method="fsdp1", gpus=4),
     c(L1B, "bf16", "lora", mb=4, seq=1024, method="fsdp1", gpus=2),

@@ -119,6 +119,8 @@ def describe(cfg):
         parts.append("snapshot")
     if cfg.get("segments"):
         parts.append("segments")
+    if cfg.get("wrap", "peft") != "peft":
+        parts.append(f"wrap={cfg['wrap']}")
     if cfg.get("features"):
         parts.append("[" + "+".join(cfg["features"]) + "]")
     return " ".join(str(p) for p in parts)
@@ -188,6 +190,10 @@ def validate_layout(cfg):
         p.append(f"data {cfg.get('data')!r}")
     if cfg.get("alloc_conf", "default") not in grids.ALLOC_CONFS:
         p.append(f"alloc_conf {cfg.get('alloc_conf')!r}")
+    if cfg.get("wrap", "peft") not in grids.WRAPS:
+        p.append(f"wrap {cfg.get('wrap')!r}")
+    elif cfg.get("wrap", "peft") != "peft" and (method != "fsdp1" or cfg.get("finetune") == "full"):
+        p.append("wrap picks how method fsdp1 wraps a LoRA model")
     runner = cfg.get("runner", "loop")
     if runner not in grids.RUNNERS:
         p.append(f"runner {runner!r}")
@@ -258,6 +264,9 @@ def row_features(cfg):
         # FullyShardedDataParallel (flat parameters), the FSDP llmem-sweep's stack hf assumes;
         # named so that a reader never takes the row for FSDP2
         f.append("fsdp1")
+        if cfg.get("wrap", "peft") == "blocks" and cfg.get("finetune", "full") != "full":
+            # the adapters share the block units (llmem-sweep train.h train_mixed_units)
+            f.append("fsdp1-mixed-units")
     if cfg.get("method") == "adp" and cfg.get("precision") in ("bf16", "fp16"):
         # fully_shard with MixedPrecisionPolicy(param_dtype, reduce_dtype=fp32) and no
         # autocast (measure_worker.parallelize)

@@ -519,13 +519,16 @@ def fsdp1_wrap(model, cfg, layers, notes):
     from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy
     policy = ModuleWrapPolicy({type(m) for m in layers})
-    if cfg["finetune"] != "full":
+    if cfg["finetune"] != "full" and cfg.get("wrap", "peft") == "peft":
         # transformers Trainer._fsdp_qlora_plugin_updates: a LoRA model gets peft's
         # fsdp_auto_wrap_policy, which also makes each trainable Linear (lora_A, lora_B) its
         # own unit, so fp32 adapters and bf16 base weights never share a flat parameter
         from peft.utils.other import fsdp_auto_wrap_policy
         policy = fsdp_auto_wrap_policy(model)
         notes.append("fsdp1_policy=peft fsdp_auto_wrap_policy")
+    elif cfg["finetune"] != "full":
+        # whole blocks, adapters inside: one flat parameter that requires grad (grid wrap=blocks)
+        notes.append("fsdp1_policy=blocks, adapters inside")
     mp = None
     if cfg["precision"] in ("bf16", "fp16"):
         mp = fsdp1_mixed_precision(torch.bfloat16 if cfg["precision"] == "bf16"

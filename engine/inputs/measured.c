@@ -87,6 +87,9 @@ static const char *apply_features(const char *list, struct train_config *c)
         /* FSDP2 (fully_shard) under a stack whose default is FSDP1 (the hf stacks): no flat
          * parameters (the measurement harness's adp rows without a MixedPrecisionPolicy) */
         {"fsdp2", FEAT_FSDP, FEAT_FSDP_FLAT, NULL},
+        /* FSDP1 units of whole blocks, LoRA's adapters inside (train.h train_mixed_units):
+         * no peft fsdp_auto_wrap_policy (our harness before its fsdp1_policy note) */
+        {"fsdp1-mixed-units", FEAT_FSDP_MIXED_UNITS, 0, NULL},
         {"fused", FEAT_FUSED_OPT, 0, NULL},        {"unfused-adamw", 0, FEAT_FUSED_OPT, NULL},        {"grad-accum", FEAT_GRAD_ACCUM, 0, NULL},
         {"no-accum", 0, FEAT_GRAD_ACCUM, NULL},    {"compile", FEAT_COMPILE, 0, NULL},
         {"logits-kept", FEAT_LOGITS_KEPT, 0, NULL},

@@ -62,7 +62,7 @@ static uint64_t linear_inputs(const struct model_plan *p, const struct train_con
     const uint64_t tp = (uint64_t)c->tp, i = (uint64_t)p->inter_active;
     const uint64_t ao = (uint64_t)m->heads * (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
     const uint64_t ins = (uint64_t)m->hidden * (m->norms_per_layer == 1 ? 1 : 2);
-    if (c->finetune == FT_FULL)
+    if (c->finetune == FT_FULL || train_mixed_units(c)) /* the frozen weights too */
         return ea * ((amp_casts ? amp_cast_inputs(m) : ins) + (o_input_own(m, c) ? ao / tp : 0) + i / tp);
     if (!bnb_keeps_input(c))
         return 0;
@@ -103,13 +103,15 @@ static uint64_t litgpt_zero_pad(const struct model_spec *m, const struct train_c
 
 /* Whether a wrapped module's input (no dropout, no cast) is a tensor counted already: the
  * attention input after the first of q, k, v, the MLP input after gate, o's input (SDPA's
- * output) under SDPA, any input a bitsandbytes base keeps. */
+ * output) under SDPA, any input a bitsandbytes base or a mixed unit's frozen weight keeps
+ * (linear_inputs). */
 static bool shared_input(const struct model_plan *p, const struct train_config *c, int role, bool *qkv_done,
                          bool *mlp_in_done)
 {
     const bool in_qkv = role == ROLE_Q || role == ROLE_K || role == ROLE_V;
     const bool mlp_in = role == ROLE_GATE || role == ROLE_UP;
-    bool counted = bnb_keeps_input(c) || (in_qkv && *qkv_done) || (mlp_in && *mlp_in_done) ||
+    bool counted = bnb_keeps_input(c) || train_mixed_units(c) || (in_qkv && *qkv_done) ||
+                   (mlp_in && *mlp_in_done) ||
                    (role == ROLE_O && !o_input_own(&p->spec, c));
     *mlp_in_done |= mlp_in;
     return counted;
@@ -427,7 +429,9 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
     const uint64_t vd = (uint64_t)(m->v_head_dim ? m->v_head_dim : m->head_dim);
     const uint64_t v = (uint64_t)m->kv_heads * vd, ao = (uint64_t)m->heads * vd;
     const uint64_t tp = (uint64_t)c->tp, heads = (uint64_t)m->heads;
-    const bool trained = c->finetune == FT_FULL;
+    /* weights that save what a trained one saves: full fine-tuning's, and a frozen base in
+     * FSDP units whose flat parameter requires grad (train_mixed_units) */
+    const bool trained = c->finetune == FT_FULL || train_mixed_units(c);
     /* torch.compile's min-cut partitioner recomputes pointwise ops in backward: a norm
      * then keeps only its input, a gated MLP only gate and up (not act(gate)) */
     const bool compiled = (c->features & FEAT_COMPILE) != 0;

@@ -67,6 +67,7 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
     struct stepreplay_shape sh = replay_shape(p, c, mp);
     sh.shards = mp->replay_shards;
     sh.fsdp1 = mp->replay_fsdp1;
+    sh.mixed = sh.fsdp1 && train_mixed_units(c);
     /* 16-bit shards: bf16-pure, or LoRA's frozen base (the adapters live outside the replay) */
     sh.shard16 = sh.shards && (c->precision == PREC_BF16_PURE || !sh.full);
     /* FSDP's mixed precision gathers 16-bit units: no autocast runs (FSDP2), or it finds no
@@ -91,7 +92,8 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
     /* FSDP: every trained byte of full fine-tuning is in the replay (LoRA's adapters are
      * not); FSDP2's all-gather copy-in stream's pool (streampool.h) or FSDP1's pre-unshard
      * one beside it. DDP: its buckets beside the replica's step */
-    const uint64_t lora = sh.full ? 0 : beside_replay(mp, r.resident);
+    const uint64_t lora = sh.full ? 0 : beside_replay(mp, bytes_add(r.resident, r.grads)); /* mixed
+                                                        units' block gradients are replayed */
     const uint64_t beside = sh.shards ? bytes_add(mp->side_pool, lora)
                                       : bytes_add(beside_replay(mp, r.resident), mp->replay_buckets);
     return bytes_add(bytes_add(r.reserved, beside), opt->ws_res);

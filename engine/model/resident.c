@@ -344,9 +344,7 @@ static uint64_t ds_zero3_ipg_bytes(uint64_t module_bytes)
 static uint64_t mixed_unit_grads(const struct model_plan *p, const struct train_config *c,
                                  double layer, uint64_t wt, double dpdiv)
 {
-    const bool fsdp = (c->features & FEAT_FSDP) && c->dp > 1 &&
-                      (c->method == METHOD_ADP || c->method == METHOD_DPTP);
-    if (!train_fabric_loop(c) || c->finetune == FT_FULL || !fsdp)
+    if (!train_mixed_units(c)) /* litgpt's, or FEAT_FSDP_MIXED_UNITS */
         return 0;
     return (uint64_t)((double)p->spec.layers * layer * (double)wt / dpdiv);
 }

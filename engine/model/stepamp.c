@@ -57,7 +57,7 @@ static void amp_block_fwd(const struct ctx *c, const size_t *pi, bool recompute)
     trace_rope_fwd(c, S_K, S_KE, hkv);
     trace_attn_fwd(c);
     amp_linear_fwd(c, pi, ROLE_O, S_O, hq, h, false);
-    saved(c, S_AOC);
+    trace_o_input_done(c, true);
     lf(c, S_N1); /* the attention's argument, saved by nothing */
     la(c, S_H1, 4 * h), lf(c, S_O); /* residual + attention output: fp32 */
     amp_norm_fwd(c, S_N2B, S_N2);
@@ -138,7 +138,7 @@ static void amp_block_bwd(const struct ctx *c, const size_t *pi, uint32_t in_id)
     amp_norm_bwd(c, id_slot(t, c->l, S_N2B), id_slot(t, c->l, S_H1));
     /* attention: o_proj's output gradient cast to bf16 */
     ta(t, c1, n * 2 * h);
-    amp_linear_bwd(c, pi, ROLE_O, c1, ga, hq, S_AOC);
+    amp_linear_bwd(c, pi, ROLE_O, c1, ga, hq, o_saved_slot(c));
     ta(t, gb, n * 2 * hq), tf(t, ga); /* the transpose's contiguous gradient */
     trace_attn_bwd(c);
     ta(t, gb, n * 2 * hq), tf(t, ga); /* RoPE backward of q */

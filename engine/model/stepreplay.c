@@ -46,6 +46,13 @@
 #include "steptrace.h"
 
 
+/* Whether the block weights save what a trained weight saves: full fine-tuning, or mixed
+ * FSDP1 units, whose frozen weights are views of a flat parameter that requires grad. */
+static bool block_trained(const struct stepreplay_shape *sh)
+{
+    return sh->full || sh->mixed;
+}
+
 /* LlamaRMSNorm.forward: `.to(float32)` F (saved by pow and the mul), `.pow(2)` (freed after
  * mean), `hs * rsqrt` (freed after the cast), `.to(input_dtype)` B (saved by `weight *`
  * only when the weight is trained), `self.weight * ...` the output N (saved by the
@@ -57,7 +64,7 @@ static void norm_fwd(const struct ctx *c, int f, int b, int n)
     la(c, S_TMP1, 4 * h), lf(c, S_TMP1);
     la(c, S_TMP1, 4 * h), saved(c, f), la(c, b, ew * h), lf(c, S_TMP1);
     la(c, n, ew * h);
-    if (!c->sh->full)
+    if (!block_trained(c->sh))
         lf(c, b);
     else
         saved(c, b);
@@ -73,7 +80,7 @@ static bool adapted(const struct stepreplay_shape *sh, enum tensor_role r)
  * A trained weight's gradient reads it, and so does a 16-bit adapter's lora_A. */
 static bool input_saved(const struct stepreplay_shape *sh, uint32_t roles)
 {
-    return sh->full || (sh->lora16 && (sh->lora_targets & roles));
+    return block_trained(sh) || (sh->lora16 && (sh->lora_targets & roles));
 }
 #define QKV ((1u << ROLE_Q) | (1u << ROLE_K) | (1u << ROLE_V))
 #define GATE_UP ((1u << ROLE_GATE) | (1u << ROLE_UP))
@@ -191,10 +198,7 @@ static void block_fwd(const struct ctx *c, uint32_t in_id, enum fwd_mode mode)
     }
     trace_attn_fwd(c);
     linear_fwd(c, ROLE_O, S_O, hq, h);
-    if (!input_saved(sh, 1u << ROLE_O))
-        lf(c, S_AOC);
-    else
-        saved(c, S_AOC);
+    trace_o_input_done(c, input_saved(sh, 1u << ROLE_O));
     la(c, S_H1, ew * h), lf(c, S_O); /* residual add */
     if (mode == FWD_PLAIN) /* the first norm saved its fp32 copy, not the input */
         tf(c->t, in_id);
@@ -228,8 +232,8 @@ static void norm_bwd(const struct ctx *c, int f, int b, int n, uint32_t readers)
     ta(t, id_glob(t, G_GD), c->tok * 4 * h), ta(t, id_glob(t, G_GE), c->tok * ew * h);
     tf(t, id_glob(t, G_GD)), tf(t, id_glob(t, G_GA));
     lf(c, f);
-    if (c->sh->full) /* the Linears' saved input, and the normalized input the weight's
-                        gradient reads */
+    if (block_trained(c->sh)) /* the Linears' saved input, and the normalized input the
+                                 weight's gradient reads */
         lf(c, n), lf(c, b);
     else if (input_saved(c->sh, readers)) /* the adapters' saved input */
         lf(c, n);
@@ -246,7 +250,9 @@ static void final_norm_bwd(struct tracer *t, const struct stepreplay_shape *sh, 
 
 static void wgrad(const struct ctx *c, size_t pi)
 {
-    if (c->sh->full && !c->t->has_grad[pi]) {
+    const int32_t l = c->sh->params->t[pi].layer;
+    const bool block = l >= 0 && l < c->sh->layers; /* mixed units: the root stays frozen */
+    if ((c->sh->full || (c->sh->mixed && block)) && !c->t->has_grad[pi]) {
         ta(c->t, id_param(c->t, K_GRAD, pi), numel(c->sh, pi) * c->sh->ew);
         c->t->has_grad[pi] = GRAD_LOCAL;
     }
@@ -293,8 +299,8 @@ static void attn_bwd(const struct ctx *c, const size_t *pi)
     const uint32_t ga = id_glob(t, G_GA), gb = id_glob(t, G_GB), gc = id_glob(t, G_GC);
     lora_bwd_pre(c, ROLE_O, hq, h);
     ta(t, ga, c->tok * ew * hq), wgrad(c, pi[ROLE_O]), lora_bwd_post(c, ROLE_O);
-    if (input_saved(sh, 1u << ROLE_O))
-        lf(c, S_AOC);
+    if (input_saved(sh, 1u << ROLE_O) && o_saved_slot(c) >= 0)
+        lf(c, o_saved_slot(c));
     ta(t, gb, c->tok * ew * hq), tf(t, ga);
     trace_attn_bwd(c);
     ta(t, gb, c->tok * ew * hq), tf(t, ga); /* RoPE backward of q */

@@ -67,6 +67,9 @@ struct stepreplay_shape {
     uint32_t lora_targets; /* TARGET_BIT(role) of the adapted block Linears (train.h) */
     bool lora16;        /* LoRA adapters in the base's 16-bit dtype, no autocast: lora_A runs
                            on the Linear's input itself and saves it (else fp32 adapters) */
+    bool mixed;         /* LoRA under FSDP1 in units that hold the adapters beside the frozen
+                           block weights (train_mixed_units): those weights get gradients and
+                           save what trained ones save; the root stays frozen */
     uint32_t shards;    /* > 1: FSDP over this many ranks (stepfsdp.c), full fine-tuning, a
                            unit per block and the root (embedding, final norm, lm_head), no
                            amp, ew 2: FSDP2's fully_shard over fp32 weights with

@@ -20,7 +20,7 @@ void trace_rope_fwd(const struct ctx *c, int in, int e, uint64_t w)
  * SDPA (its output and fp32 logsumexp saved), or eager attention
  * (transformers eager_attention_forward @00227283: q @ k^T, * scaling, + the causal mask,
  * softmax(dtype=float32) saved, .to(q.dtype) saved by @ v; dropout 0 returns its input,
- * aten/src/ATen/native/Dropout.cpp _dropout_impl), and the transposed contiguous copy. */
+ * aten/src/ATen/native/Dropout.cpp _dropout_impl), and eager's transposed contiguous copy. */
 void trace_attn_fwd(const struct ctx *c)
 {
     const struct stepreplay_shape *sh = c->sh;
@@ -41,11 +41,20 @@ void trace_attn_fwd(const struct ctx *c)
         la(c, S_AO, ew * hq), la(c, S_LSE, 4 * sh->heads), saved(c, S_LSE);
     }
     saved(c, S_QE), saved(c, k), saved(c, v);
-    la(c, S_AOC, ew * hq); /* attn_output.transpose(1, 2).contiguous() */
-    if (sh->eager)         /* @ v's output: nothing saves it */
+    if (sh->eager) { /* attn_output.transpose(1, 2).contiguous(), a copy; @ v's output dies */
+        la(c, S_AOC, ew * hq);
         lf(c, S_AO);
+    } /* SDPA: that contiguous() is a view of the output SDPA saves (trace_o_input) */
+}
+
+void trace_o_input_done(const struct ctx *c, bool kept)
+{
+    if (!c->sh->eager)
+        saved(c, S_AO); /* the view's base: SDPA keeps it, but under checkpointing it dies now */
+    else if (kept)
+        saved(c, S_AOC);
     else
-        saved(c, S_AO);
+        lf(c, S_AOC);
 }
 
 /* Its backward, from the gradient of the attention's output in G_GB (freed): q's gradient

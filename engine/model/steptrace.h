@@ -152,6 +152,13 @@ void trace_rope_fwd(const struct ctx *c, int in, int e, uint64_t w);
 /* The attention between RoPE and o_proj's input, and its backward (steptrace.c). */
 void trace_attn_fwd(const struct ctx *c);
 void trace_attn_bwd(const struct ctx *c);
+/* o_proj's input once o_proj has run, kept for its backward or not: eager attention's own
+ * contiguous copy (S_AOC); under SDPA a view of the output SDPA saves (activations.c
+ * o_input_own: the kernels write (B, T, heads, head_dim), so transpose(1, 2).contiguous()
+ * copies nothing), which adds no bytes and holds that output until o_proj has run.
+ * o_saved_slot: the slot o's backward releases, or -1 under SDPA (trace_attn_bwd does). */
+void trace_o_input_done(const struct ctx *c, bool kept);
+static inline int o_saved_slot(const struct ctx *c) { return c->sh->eager ? S_AOC : -1; }
 /* optimizer.zero_grad(set_to_none=True). */
 void trace_zero_grad(struct tracer *t);
 /* What a checkpointed layer l's forward does not keep. */

@@ -95,7 +95,7 @@ static bool unshard_pool(const struct fsdp1_units *u, struct fsdp1_pools *out)
     allocsim_block blocks[POOL_BLOCKS];
     allocsim_state st;
     const allocsim_config cfg = {0, 0, 0};
-    const uint32_t roots = 1u + (u->trained ? 1u + (u->tied ? 1u : 0u) : 0u);
+    const uint32_t roots = 1u + (u->trained && !u->frozen_root ? 1u + (u->tied ? 1u : 0u) : 0u);
     if (allocsim_init(&st, &cfg, blocks, POOL_BLOCKS) != ALLOCSIM_OK || !hold(&st, u->root, roots))
         return false;
     out->unshard_root = allocsim_get_stats(&st)->reserved;
@@ -130,7 +130,7 @@ static bool side_pools(const struct fsdp1_units *u, struct fsdp1_pools *out)
         for (uint32_t i = 0; i < u->blocks; i++)
             if (!reduce_unit(&st, u->block, u))
                 return false;
-        if (!reduce_unit(&st, u->root, u))
+        if (!u->frozen_root && !reduce_unit(&st, u->root, u))
             return false;
         out->post_backward = allocsim_get_stats(&st)->reserved;
     }

@@ -87,7 +87,9 @@ struct fsdp1_units {
     uint64_t block;   /* one block unit's gathered bytes, padded to dp */
     uint32_t blocks;  /* block units */
     uint32_t dp;      /* the shard group's size */
-    bool trained;     /* full fine-tuning: every unit has a flat gradient */
+    bool trained;     /* every block unit has a flat gradient: full fine-tuning, or LoRA in
+                         units that mix the adapters with the frozen base (train_mixed_units) */
+    bool frozen_root; /* with trained: the root has none (mixed units: no adapter in it) */
     bool tied;        /* the root's embedding is the lm_head too */
     bool fp32_master; /* MixedPrecision(param_dtype 16-bit) over fp32 parameters */
 };

@@ -185,6 +185,9 @@ bool stack_hf_bool_mask(enum stack s);
  * `fsdp1_mp=` of datasets/measured/h200-20261127-fsdp1.csv), so each unit is gathered
  * in 16 bit and the fp32 shards are never cast by autocast (train_fsdp_half_gather) */
 #define FEAT_FSDP1_MP (UINT64_C(1) << 42)
+/* FSDP1 units that hold LoRA's adapters beside the frozen block weights: a wrap policy of
+ * whole blocks without peft's fsdp_auto_wrap_policy (train_mixed_units) */
+#define FEAT_FSDP_MIXED_UNITS (UINT64_C(1) << 43)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))
@@ -235,6 +238,22 @@ static inline int32_t train_pp_local(const struct train_config *c)
 static inline bool train_fabric_loop(const struct train_config *c)
 {
     return c->stack == STACK_LITGPT;
+}
+/* FSDP1 units that mix frozen and trained parameters, which use_orig_params=True permits:
+ * a unit's FlatParameter requires grad when any parameter in it does (pytorch
+ * torch/distributed/fsdp/_flat_param.py FlatParamHandle._validate_tensors_to_flatten:
+ * `flat_param_requires_grad = flat_param_requires_grad or tensor.requires_grad`, @01caf79e),
+ * and in forward every parameter is a view of it (_use_unsharded_views), so the frozen
+ * weights get gradients (resident.c mixed_unit_grads) and every block Linear and norm weight
+ * saves what a trained one saves (activations.c). litgpt's Fabric loop wraps whole Blocks,
+ * adapters and all; FEAT_FSDP_MIXED_UNITS says an FSDP1 run wrapped its blocks so (HF
+ * Trainer gives a LoRA model peft's fsdp_auto_wrap_policy, whose adapters are units of
+ * their own: Trainer._fsdp_qlora_plugin_updates). */
+static inline bool train_mixed_units(const struct train_config *c)
+{
+    const bool fsdp = (c->features & FEAT_FSDP) && c->dp > 1 &&
+                      (c->method == METHOD_ADP || c->method == METHOD_DPTP);
+    return fsdp && c->finetune != FT_FULL && (train_fabric_loop(c) || (c->features & FEAT_FSDP_MIXED_UNITS));
 }
 /* Mixed precision: 16-bit compute over fp32 parameters (fp16, bf16, and fp8, bf16 with
  * float8 block Linears). */
