@@ -439,8 +439,11 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
     /* a trained RMSNorm weight keeps the normalised input it multiplies, in the residual
      * dtype: transformers LlamaRMSNorm.forward `return self.weight *
      * hidden_states.to(input_dtype)` (Qwen2 and Mistral the same) */
-    const uint64_t norm_out = trained ? (m->norm == NORM_RMSNORM ? er : ea) * h : 0;
-    const uint64_t norm = (compiled ? er * h : (m->norm == NORM_RMSNORM ? 4 : er) * h + norm_out) / sp;
+    const uint64_t norm_out = (m->norm == NORM_RMSNORM ? er : ea) * h;
+    const uint64_t norm_in = compiled ? er * h : (m->norm == NORM_RMSNORM ? 4 : er) * h;
+    const uint64_t norm = (norm_in + (trained && !compiled ? norm_out : 0)) / sp;
+    /* the final norm sits in the root unit, which holds no adapter (train_mixed_units) */
+    const uint64_t norm_final = (norm_in + (c->finetune == FT_FULL && !compiled ? norm_out : 0)) / sp;
     /* q/k/v read one normalised input; the MLP another unless the block is parallel; under
      * autocast an fp32 one is cast by each reader (amp_cast_inputs) */
     const bool amp_casts = autocast && !compiled && !model_is_moe(m) && m->kv_lora_rank == 0 &&
@@ -478,7 +481,8 @@ void act_block_tok(const struct model_plan *p, const struct train_config *c, str
     uint64_t norms = (uint64_t)(m->norms_per_layer > 2 ? 2 : m->norms_per_layer) * norm +
                      (uint64_t)(m->norms_per_layer > 2 ? m->norms_per_layer - 2 : 0) * 4 * h;
     const uint64_t mask_s = act_sdpa_mask(m, c, ea);
-    *a = (struct mem_act_tok){.ea = ea, .er = er, .em = em, .norm = norm, .norms = norms, .lin_in = lin_in,
+    *a = (struct mem_act_tok){.ea = ea, .er = er, .em = em, .norm = norm, .norm_final = norm_final,
+                              .norms = norms, .lin_in = lin_in,
                               .attn = attn, .attn_s = attn_s, .mlp = mlp, .lora = lora,
                               .kv_rep = kv_rep, .kv_rep_on = kv_rep_on,
                               .mask_s = mask_s, .mask_on = mask_s && c->micro_batch > 1};

@@ -21,6 +21,7 @@ struct mem_act_tok {
     uint64_t ea, er;          /* bytes of the compute dtype and of the residual stream */
     uint64_t em;              /* bytes of the MLP's inner tensors (act_fp32_norms: fp32) */
     uint64_t norm;            /* one norm's saved tensors */
+    uint64_t norm_final;      /* the final norm's: a mixed unit's root stays frozen */
     uint64_t norms, lin_in, attn, attn_s, mlp, lora;
     uint64_t kv_rep;          /* the repeated K and V beyond their kv_heads width */
     bool kv_rep_on;           /* ... saved for this configuration (included in attn) */

@@ -484,7 +484,7 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
 {
     const struct mem_act_tok a = *blk;
     const uint64_t ea = a.ea, er = a.er, h = (uint64_t)p->spec.hidden, i = (uint64_t)p->inter_active;
-    const uint64_t tp = (uint64_t)c->tp, sp = act_seq_parallel(c), norm = a.norm;
+    const uint64_t tp = (uint64_t)c->tp, sp = act_seq_parallel(c);
     /* the repeated K and V are added per point when the micro-batch pads (act_kv_repeat) */
     mp->layer_tok = a.norms + a.lin_in + a.attn + a.mlp + a.lora - (a.kv_rep_on ? a.kv_rep : 0);
     mp->layer_tok_s = a.attn_s;
@@ -496,7 +496,7 @@ static void activation_coeffs(const struct model_plan *p, const struct train_con
     mp->mask_tok_s = a.mask_s;
     mp->ckpt_tok = c->ckpt_selective ? act_sac_tok(p, c, ea, er) : er * h / sp;
     /* final norm and the lm_head input (gathered: ColwiseParallel(input_layouts=Shard(1))) */
-    mp->tail_tok = norm + ea * h;
+    mp->tail_tok = a.norm_final + ea * h;
     mp->bwd_tok = er * h / sp + 2 * a.em * i / tp;
     /* --precision fp8: backward's float8 casts of the largest GEMM (gate/up, i wide): the
      * e5m2 gradient of its output (cast_output_to_float8_in_bw; rowwise: its dim0 and dim1

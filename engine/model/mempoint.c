@@ -89,11 +89,11 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
     if (!n || stepreplay_steps(&sh, c->micro_batch, w, n, &r) != 0)
         return 0;
     *steps = (uint32_t)n;
-    /* FSDP: every trained byte of full fine-tuning is in the replay (LoRA's adapters are
-     * not); FSDP2's all-gather copy-in stream's pool (streampool.h) or FSDP1's pre-unshard
-     * one beside it. DDP: its buckets beside the replica's step */
-    const uint64_t lora = sh.full ? 0 : beside_replay(mp, bytes_add(r.resident, r.grads)); /* mixed
-                                                        units' block gradients are replayed */
+    /* FSDP: every trained byte of full fine-tuning is in the replay, of LoRA all but the
+     * adapters (mixed units' block gradients are: r.grads); FSDP2's all-gather copy-in
+     * stream's pool (streampool.h) or FSDP1's pre-unshard one beside it. DDP: its buckets
+     * beside the replica's step */
+    const uint64_t lora = sh.full ? 0 : beside_replay(mp, bytes_add(r.resident, r.grads));
     const uint64_t beside = sh.shards ? bytes_add(mp->side_pool, lora)
                                       : bytes_add(beside_replay(mp, r.resident), mp->replay_buckets);
     return bytes_add(bytes_add(r.reserved, beside), opt->ws_res);

@@ -70,9 +70,10 @@ struct stepreplay_shape {
     bool mixed;         /* LoRA under FSDP1 in units that hold the adapters beside the frozen
                            block weights (train_mixed_units): those weights get gradients and
                            save what trained ones save; the root stays frozen */
-    uint32_t shards;    /* > 1: FSDP over this many ranks (stepfsdp.c), full fine-tuning, a
-                           unit per block and the root (embedding, final norm, lm_head), no
-                           amp, ew 2: FSDP2's fully_shard over fp32 weights with
+    uint32_t shards;    /* > 1: FSDP over this many ranks (stepfsdp.c), full fine-tuning (or
+                           LoRA under fsdp1, with or without amp), a unit per block and the
+                           root (embedding, final norm, lm_head), no amp, ew 2: FSDP2's
+                           fully_shard over fp32 weights with
                            MixedPrecisionPolicy(bf16, reduce fp32) or over bf16 weights
                            without a policy (shard16), or FSDP1 (fsdp1) */
     bool fsdp1;         /* with shards: FSDP1 (FullyShardedDataParallel, flat units on their

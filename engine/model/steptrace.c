@@ -44,7 +44,7 @@ void trace_attn_fwd(const struct ctx *c)
     if (sh->eager) { /* attn_output.transpose(1, 2).contiguous(), a copy; @ v's output dies */
         la(c, S_AOC, ew * hq);
         lf(c, S_AO);
-    } /* SDPA: that contiguous() is a view of the output SDPA saves (trace_o_input) */
+    } /* SDPA: that contiguous() is a view of the output SDPA saves (trace_o_input_done) */
 }
 
 void trace_o_input_done(const struct ctx *c, bool kept)

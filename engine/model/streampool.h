@@ -46,9 +46,9 @@ struct fsdp2_units {
     uint32_t bwd_blocks; /* blocks gathered again in backward (resharded after forward) */
     bool bwd_first;      /* the first unit gathered again at the end of backward */
     bool as_is;          /* the shards are gathered in their own dtype, uncast: no policy, or
-                          * one whose param_dtype is theirs (_fsdp_param.py init_dtype_attrs
-                          * clamps it to None; _get_param_all_gather_inputs copies only
-                          * shards with a param_dtype) */
+                            one whose param_dtype is theirs (_fsdp_param.py init_dtype_attrs
+                            clamps it to None; _get_param_all_gather_inputs copies only
+                            shards with a param_dtype) */
 };
 
 /* Replays the copy-in stream's allocations of one step through the allocator model (its

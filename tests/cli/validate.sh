@@ -104,7 +104,9 @@ grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6
 # inputs): gpu-25min-12/-41/-42/-47's reserved peaks (-7.0 .. -19.7 % before) are each within
 # 3 %, smoke-08's (-24.4 % before; -7.6 % after) within 8 %; DDP's replica step with its
 # buckets beside it, gpu-25min-13/-43 (-3.6 % before), within 3 %. The files' reserved medians
-# are 0.4 and 0.7 % now (0.4 and 1.0 before): the bound is 1.0 % (it was 1.5).
+# are 0.4 and 0.7 % now (0.4 and 1.0 before): the bound is 1.0 % (it was 1.5). Since stop 33
+# the replay takes o_proj's input under SDPA for the view of SDPA's output it is (it counted a
+# copy): 0.43 -> 0.14 and 0.74 -> 0.17 %, the bound 0.5 %.
 for own in h100-20261127:27 h200-20261127:30; do
   name=${own%:*}
   "$BIN" validate --measured "$PROJECT/datasets/measured/$name.csv" --out "$TMP/$name.csv" \
@@ -130,7 +132,7 @@ e, res = errors("allocated"), errors("reserved")
 print(f"{sys.argv[2]} allocated: {len(e)} rows, median {statistics.median(e):.2f} %, max {max(e):.2f} %;"
       f" reserved: median {statistics.median(res):.2f} %")
 sys.exit(0 if len(e) == int(sys.argv[3]) and statistics.median(e) <= 0.5 and max(e) <= 3.0
-         and statistics.median(res) <= 1.0 else 1)
+         and statistics.median(res) <= 0.5 else 1)
 PY
 done
 # Our own FSDP1 rows (stop 32; h200-20261127-fsdp1*.csv: FullyShardedDataParallel as HF Trainer
@@ -138,7 +140,7 @@ done
 # MixedPrecision gathers each unit in bf16 (train.h FEAT_FSDP1_MP), so the peaks are within
 # 3.5 % (they were +8 .. +31 % with autocast's casts counted; the largest now, Llama-2-7B
 # checkpointed on 4 ranks, +3.41 %), median at most 0.5 %; gpu-fsdp1-09 too since stop 33
-# (-9.4 %, then -20.2 % relabelled adapter-bf16, +0.4 % with its units' mix of adapters and
+# (-9.4 %, then -20.2 % relabelled adapter-bf16, +0.3 % with its units' mix of adapters and
 # frozen weights modelled: train.h train_mixed_units). Reserved: FSDP1's side-stream pools
 # (streampool.h) and its whole steps replayed over those pools (stepfsdp.c; LoRA too since
 # stop 33) put the rows within 5 % (they were -35 .. +13 %; gpu-fsdp1-09 -19.6 and
