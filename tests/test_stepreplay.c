@@ -269,6 +269,14 @@ static void test_fsdp2_steps(void **state)
     plan_free(&p);
 }
 
+/* FSDP1 (stepfsdp.c, shape.fsdp1) over 2 ranks, bf16 parameters (shard16). */
+static struct stepreplay_shape fsdp1_shape(const struct model_plan *p)
+{
+    struct stepreplay_shape sh = fsdp_shape(p, 2);
+    sh.fsdp1 = true, sh.shard16 = true;
+    return sh;
+}
+
 /* FSDP1 over 2 ranks (stepfsdp.c, shape.fsdp1): bf16 parameters (shard16) keep bf16 shards
  * and states, each half its parameter's bf16 bytes, the bytes of test_fsdp2_steps' fp32
  * shards over 4 ranks: 204288 B a kind, the shards and both AdamW states in the default
@@ -284,8 +292,7 @@ static void test_fsdp1_steps(void **state)
     assert_int_equal(tiny_model_plan(&p), 0);
     const uint32_t w[3] = {32, 32, 32};
     struct stepreplay_result r;
-    struct stepreplay_shape sh = fsdp_shape(&p, 2);
-    sh.fsdp1 = true, sh.shard16 = true;
+    struct stepreplay_shape sh = fsdp1_shape(&p);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
     assert_int_equal(r.allocated, 3 * 204288);
     assert_int_equal(r.resident, 4 * 204288);
@@ -316,9 +323,8 @@ static void test_fsdp1_lora_steps(void **state)
     assert_int_equal(tiny_model_plan(&p), 0);
     const uint32_t w[3] = {32, 32, 32};
     struct stepreplay_result r;
-    struct stepreplay_shape sh = fsdp_shape(&p, 2);
-    sh.full = false, sh.lora_r = 4, sh.lora_targets = (1u << ROLE_Q) | (1u << ROLE_V);
-    sh.fsdp1 = true, sh.shard16 = true, sh.lora16 = true;
+    struct stepreplay_shape sh = fsdp1_shape(&p);
+    sh.full = false, sh.lora_r = 4, sh.lora_targets = (1u << ROLE_Q) | (1u << ROLE_V), sh.lora16 = true;
     assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
     assert_int_equal(r.allocated, 204288);
     assert_int_equal(r.resident, 204288);
