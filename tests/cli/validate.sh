@@ -146,7 +146,7 @@ done
 # stop 33) put the rows within 5 % (they were -35 .. +13 %; gpu-fsdp1-09 -19.6 and
 # gpu-fsdp1-pools-07 -7.0 % before stop 33), median at most 1.5 %; FSDP2 without a
 # MixedPrecisionPolicy over bf16 weights (gpu-fsdp1-pools-09: -11.4 % with neither its side
-# pools nor its steps, +1.4 % with both, train.h train_fsdp2_plain16) the same.
+# pools nor its steps, +0.0 % with both, train.h train_fsdp2_plain16) the same.
 for name in h200-20261127-fsdp1 h200-20261127-fsdp1-pools h200-20261127-fsdp1-segments; do
   "$BIN" validate --measured "$PROJECT/datasets/measured/$name.csv" --out "$TMP/$name.csv" \
     > /dev/null || fail "validate on $name.csv"
