@@ -245,7 +245,9 @@ static void final_norm_bwd(struct tracer *t, const struct stepreplay_shape *sh, 
 {
     ta(t, id_glob(t, G_GD), tok * 4 * sh->h), ta(t, id_glob(t, G_GX), tok * sh->ew * sh->h);
     tf(t, id_glob(t, G_GD)), tf(t, id_glob(t, G_GA));
-    tf(t, id_glob(t, G_FNF)), tf(t, id_glob(t, G_FN)), tf(t, id_glob(t, G_FNB));
+    tf(t, id_glob(t, G_FNF));
+    if (sh->full) /* saved by the trained final norm weight and lm_head */
+        tf(t, id_glob(t, G_FN)), tf(t, id_glob(t, G_FNB));
 }
 
 static void wgrad(const struct ctx *c, size_t pi)
@@ -335,11 +337,15 @@ static void head(struct tracer *t, const struct stepreplay_shape *sh, uint64_t t
     ta(t, id_glob(t, G_GA), tok * 4 * h), tf(t, id_glob(t, G_GA));
     ta(t, id_glob(t, G_GA), tok * 4 * h), ta(t, id_glob(t, G_FNB), tok * ew * h), tf(t, id_glob(t, G_GA));
     ta(t, id_glob(t, G_FN), tok * ew * h), tf(t, x_id);
+    if (!sh->full) /* a frozen final norm weight saves nothing new (norm_fwd) */
+        tf(t, id_glob(t, G_FNB));
     const uint32_t lg = sh->kept ? id_kept(t, gen, 2 * t->layers) : id_glob(t, G_LG);
     ta(t, lg, nv * ew), ta(t, id_glob(t, G_UP), nv * 4), ta(t, id_glob(t, G_LSM), nv * 4);
     tf(t, id_glob(t, G_UP));
     if (!sh->kept) /* the model's outputs die with the loss: nothing saves the 16-bit logits */
         tf(t, lg);
+    if (!sh->full) /* nor does a frozen lm_head save its input: it dies as forward returns */
+        tf(t, id_glob(t, G_FN));
     if (have_prev)
         for (int32_t k = 0; k <= 2 * t->layers; k++)
             tf(t, id_kept(t, !gen, k));
