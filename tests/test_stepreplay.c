@@ -309,14 +309,15 @@ static void test_fsdp1_steps(void **state)
     plan_free(&p);
 }
 
-/* LoRA (q and v, r 4, bf16 adapters) under FSDP1 over 2 ranks: the frozen base's bf16 shards,
- * test_fsdp1_steps' 204288 B, are all the replay keeps between steps (the adapters and their
- * states live outside it). With peft's policy the block units are frozen: they reshard in
- * their post-backward and nothing is reduced. With the adapters inside them (mixed) every
- * block weight gets a gradient, and each block's flat gradient is reduce-scattered into the
- * post-backward stream's pool: 36992 elements / 2 x 2 B, 37376 rounded, a block: 74752;
- * the root (embedding, final norm, lm_head) holds no adapter and stays frozen. */
-static void test_fsdp1_lora_steps(void **state)
+/* LoRA (q and v, r 4, bf16 adapters) under FSDP1 over 2 ranks, then FSDP2: the frozen base's
+ * bf16 shards, test_fsdp1_steps' 204288 B, are all the replay keeps between steps (the
+ * adapters and their states live outside it). With peft's policy FSDP1's units are frozen:
+ * they reshard in their post-backward and nothing is reduced. With the adapters inside them
+ * (mixed) every block weight gets a gradient, and each block's flat gradient is
+ * reduce-scattered into the post-backward stream's pool: 36992 elements / 2 x 2 B, 37376
+ * rounded, a block: 74752; the root (embedding, final norm, lm_head) holds no adapter and
+ * stays frozen. */
+static void test_fsdp_lora_steps(void **state)
 {
     (void)state;
     struct model_plan p;
@@ -335,7 +336,13 @@ static void test_fsdp1_lora_steps(void **state)
     assert_int_equal(r.allocated, 204288);
     assert_int_equal(r.grads, 74752);
     assert_true(r.peak_allocated > frozen_peak); /* the Linear inputs and norms kept, too */
-    sh.fsdp1 = false; /* FSDP2 LoRA is not replayed */
+    /* FSDP2 under its policy: the adapters gathered in bf16 (lora16), the frozen base's
+     * units only gathered and freed, nothing reduced but the adapters' (outside) */
+    sh.fsdp1 = false, sh.mixed = false;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(r.allocated, 204288);
+    assert_int_equal(r.grads, 0);
+    sh.lora16 = false; /* fp32 adapters on FSDP2 without a policy: not replayed */
     assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), -1);
     plan_free(&p);
 }
@@ -383,7 +390,7 @@ int main(void)
         cmocka_unit_test(test_eager_scores),
         cmocka_unit_test(test_fsdp2_steps),
         cmocka_unit_test(test_fsdp1_steps),
-        cmocka_unit_test(test_fsdp1_lora_steps),
+        cmocka_unit_test(test_fsdp_lora_steps),
         cmocka_unit_test(test_steps_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -338,7 +338,10 @@ static void fsdp2_side_pool(const struct model_plan *p, const struct train_confi
     const struct fsdp2_units u = {
         .block = (uint64_t)resident_gathered_block_bytes(p, c, layer, c->precision == PREC_FP32 ? 4.0 : 2.0),
         .dp = (uint32_t)c->dp, .blocks = (uint32_t)(pp ? pp_stage_layers(p, c, false) : (int32_t)p->spec.layers),
-        .as_is = plain16,
+        /* the shards need no cast when they are in the gather dtype already: bf16 weights,
+         * or LoRA's 16-bit frozen base (the adapters' casts are a few KiB) */
+        .as_is = plain16 || (c->finetune == FT_LORA && !(c->features & FEAT_FP32_BASE) &&
+                             c->precision != PREC_FP32 && c->quant == QUANT_NONE),
     };
     struct fsdp2_units ul = u;
     ul.blocks = pp ? (uint32_t)pp_stage_layers(p, c, true) : u.blocks;
@@ -730,7 +733,8 @@ static bool replay_family(const struct model_spec *m)
 /* FSDP2 as the measurement harness runs it (stepfsdp.c; datasets/measure/measure_worker.py
  * parallelize): fully_shard on every block, then on the model, with
  * MixedPrecisionPolicy(bf16, reduce fp32) over fp32 weights, or with no policy over bf16
- * ones (train_fsdp2_plain16); full fine-tuning. FEAT_FSDP_MP is fully_shard's policy,
+ * ones (train_fsdp2_plain16); full fine-tuning, or LoRA under the policy (its adapters
+ * gathered in bf16 beside the 16-bit base: stepreplay_shape.lora16). FEAT_FSDP_MP is fully_shard's policy,
  * whatever FSDP the stack brings by default (hf: FSDP1's flag). */
 static bool replay_fsdp2(const struct train_config *c)
 {
@@ -738,7 +742,7 @@ static bool replay_fsdp2(const struct train_config *c)
     const bool mixed = (c->features & need) == need && c->precision == PREC_BF16;
     return c->method == METHOD_ADP && c->tp == 1 && c->dp == c->gpus && c->gpus > 1 &&
            (mixed || train_fsdp2_plain16(c)) && !(c->features & FEAT_FSDP_END_UNITS) &&
-           c->finetune == FT_FULL;
+           (c->finetune == FT_FULL || (mixed && c->finetune == FT_LORA));
 }
 
 /* FSDP1 as HF Trainer runs it through accelerate (stepfsdp.c; streampool.h): a unit per

@@ -509,7 +509,7 @@ int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const uin
 {
     memset(out, 0, sizeof *out);
     if (batch < 1 || !n || !widths || sh->layers < 1 || ((sh->ckpt || sh->eager) && sh->kept) ||
-        (sh->shards > 1 && (sh->kept || (sh->full ? sh->amp : !sh->fsdp1))))
+        (sh->shards > 1 && (sh->kept || (sh->full ? sh->amp : !sh->fsdp1 && !sh->lora16))))
         return -1;
     for (size_t k = 0; k < n; k++)
         if (widths[k] < 1)
