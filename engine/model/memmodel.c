@@ -734,8 +734,8 @@ static bool replay_family(const struct model_spec *m)
  * parallelize): fully_shard on every block, then on the model, with
  * MixedPrecisionPolicy(bf16, reduce fp32) over fp32 weights, or with no policy over bf16
  * ones (train_fsdp2_plain16); full fine-tuning, or LoRA under the policy (its adapters
- * gathered in bf16 beside the 16-bit base: stepreplay_shape.lora16). FEAT_FSDP_MP is fully_shard's policy,
- * whatever FSDP the stack brings by default (hf: FSDP1's flag). */
+ * gathered in bf16 beside the 16-bit base: stepreplay_shape.lora16). FEAT_FSDP_MP is
+ * fully_shard's policy, whatever FSDP the stack brings by default (hf: FSDP1's flag). */
 static bool replay_fsdp2(const struct train_config *c)
 {
     const uint64_t need = FEAT_FSDP | FEAT_FSDP_MP | FEAT_FSDP_FP32_REDUCE;

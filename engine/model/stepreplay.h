@@ -70,12 +70,12 @@ struct stepreplay_shape {
     bool mixed;         /* LoRA under FSDP1 in units that hold the adapters beside the frozen
                            block weights (train_mixed_units): those weights get gradients and
                            save what trained ones save; the root stays frozen */
-    uint32_t shards;    /* > 1: FSDP over this many ranks (stepfsdp.c), full fine-tuning (or
-                           LoRA under fsdp1, with or without amp), a unit per block and the
-                           root (embedding, final norm, lm_head), no amp, ew 2: FSDP2's
-                           fully_shard over fp32 weights with
-                           MixedPrecisionPolicy(bf16, reduce fp32) or over bf16 weights
-                           without a policy (shard16), or FSDP1 (fsdp1) */
+    uint32_t shards;    /* > 1: FSDP over this many ranks (stepfsdp.c), a unit per block and
+                           the root (embedding, final norm, lm_head), ew 2: FSDP2's fully_shard
+                           over fp32 weights with MixedPrecisionPolicy(bf16, reduce fp32) or
+                           over bf16 weights without a policy (shard16), or FSDP1 (fsdp1).
+                           Full fine-tuning without amp; or LoRA: under FSDP1 with or without
+                           amp, under FSDP2's policy with lora16 */
     bool fsdp1;         /* with shards: FSDP1 (FullyShardedDataParallel, flat units on their
                            own streams, stepfsdp.c) instead of FSDP2 */
     bool shard16;       /* with shards: the shards, their gradients and states in ew bytes

@@ -253,7 +253,8 @@ static inline bool train_mixed_units(const struct train_config *c)
 {
     const bool fsdp = (c->features & FEAT_FSDP) && c->dp > 1 &&
                       (c->method == METHOD_ADP || c->method == METHOD_DPTP);
-    return fsdp && c->finetune != FT_FULL && (train_fabric_loop(c) || (c->features & FEAT_FSDP_MIXED_UNITS));
+    return fsdp && c->finetune != FT_FULL &&
+           (train_fabric_loop(c) || (c->features & FEAT_FSDP_MIXED_UNITS));
 }
 /* Mixed precision: 16-bit compute over fp32 parameters (fp16, bf16, and fp8, bf16 with
  * float8 block Linears). */
