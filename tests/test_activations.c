@@ -406,6 +406,15 @@ static void test_autocast_casts(void **state)
     plan_free(&tied);
 }
 
+/* The tiny model's base configuration under FSDP1 on 2 ranks, with `more` features. */
+static struct train_config fsdp1_config(uint64_t more)
+{
+    struct train_config c = tiny_base_config();
+    c.method = METHOD_ADP, c.gpus = c.dp = 2;
+    c.features = FEAT_FSDP | FEAT_FSDP_FLAT | more;
+    return c;
+}
+
 /* FSDP1 under accelerate's MixedPrecision(param_dtype=bf16) (FEAT_FSDP1_MP, the hf stacks'
  * default): each unit is gathered in bf16, so autocast finds bf16 weights and casts none,
  * as under FSDP2's policy: the bf16-pure activations (768, 512) and no amp copies. Only when
@@ -415,10 +424,8 @@ static void test_autocast_casts(void **state)
 static void test_fsdp1_half_gather(void **state)
 {
     (void)state;
-    struct train_config c = tiny_base_config();
+    struct train_config c = fsdp1_config(FEAT_FSDP1_MP);
     c.precision = PREC_BF16;
-    c.method = METHOD_ADP, c.gpus = c.dp = 2;
-    c.features = FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_FSDP1_MP;
     assert_true(train_fsdp_half_gather(&c));
     struct mem_act_tok a;
     act_block_tok(&plan, &c, &a);
@@ -456,11 +463,9 @@ static void test_fsdp1_half_gather(void **state)
 static void test_mixed_units(void **state)
 {
     (void)state;
-    struct train_config c = tiny_base_config();
+    struct train_config c = fsdp1_config(FEAT_FSDP_MIXED_UNITS);
     c.stack = STACK_TORCHTUNE;
     c.finetune = FT_LORA, c.lora_r = 4, c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
-    c.method = METHOD_ADP, c.gpus = c.dp = 2;
-    c.features = FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_FSDP_MIXED_UNITS;
     assert_true(train_mixed_units(&c));
     struct mem_act_tok a;
     act_block_tok(&plan, &c, &a);

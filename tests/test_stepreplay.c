@@ -13,6 +13,15 @@
 
 #define MIB (UINT64_C(1) << 20)
 
+TINY_PLAN_FIXTURE
+
+/* Three steps of micro-batch 4 padded to 32 tokens a sample: the whole-step runs below. */
+static int steps32(const struct stepreplay_shape *sh, struct stepreplay_result *r)
+{
+    static const uint32_t w[3] = {32, 32, 32};
+    return stepreplay_steps(sh, 4, w, 3, r);
+}
+
 /* A bucket of 20 batches of 4 samples, lengths uniform on 1..512: the j-th batch pads to
  * the (4j+1)-th largest of 80, 512 * (1 - (4j+1)/81): 505.68 -> 506 (j 0), 480.40 -> 480
  * (j 1), 278.12 -> 278 (j 9); one batch a bucket of one sample: 512 * (1 - 1/2) = 256. */
@@ -45,13 +54,11 @@ static struct stepreplay_shape tiny_shape(const struct model_plan *p, bool full)
 static void test_resident(void **state)
 {
     (void)state;
-    struct model_plan p;
-    assert_int_equal(tiny_model_plan(&p), 0);
     struct stepreplay_result r;
-    struct stepreplay_shape sh = tiny_shape(&p, false);
+    struct stepreplay_shape sh = tiny_shape(&plan, false);
     assert_int_equal(stepreplay_run(&sh, 4, 32, 1, &r), 0);
     assert_int_equal(r.resident, 406016);
-    sh = tiny_shape(&p, true);
+    sh = tiny_shape(&plan, true);
     assert_int_equal(stepreplay_run(&sh, 4, 32, 10, &r), 0);
     assert_int_equal(r.resident, 4 * 406016);
     /* every tensor a step allocates is freed but the kept outputs of the last step (the
@@ -63,7 +70,6 @@ static void test_resident(void **state)
     sh.kept = false;
     assert_int_equal(stepreplay_run(&sh, 4, 32, 10, &r), 0);
     assert_int_equal(r.allocated, 4 * 406016);
-    plan_free(&p);
 }
 
 /* After the optimizer step the weights, gradients and states are allocated and the sqrt
@@ -74,9 +80,7 @@ static void test_resident(void **state)
 static void test_reserved_floor(void **state)
 {
     (void)state;
-    struct model_plan p;
-    assert_int_equal(tiny_model_plan(&p), 0);
-    const struct stepreplay_shape sh = tiny_shape(&p, true);
+    const struct stepreplay_shape sh = tiny_shape(&plan, true);
     struct stepreplay_result a, b;
     assert_int_equal(stepreplay_run(&sh, 4, 32, 10, &a), 0);
     assert_true(a.reserved >= 5 * UINT64_C(406016) + 4 * 32 * 1000 * UINT64_C(10));
@@ -87,7 +91,6 @@ static void test_reserved_floor(void **state)
     assert_int_equal(stepreplay_run(&sh, 4, 32, 10, &again), 0);
     assert_int_equal(again.reserved, a.reserved);
     assert_int_equal(stepreplay_run(&sh, 0, 32, 10, &again), -1);
-    plan_free(&p);
 }
 
 /* Full fine-tuning under autocast over fp32 weights: the tiny model's parameters in fp32,
@@ -114,23 +117,19 @@ static struct stepreplay_shape amp_shape(const struct model_plan *p, enum stepre
 static void test_amp_resident(void **state)
 {
     (void)state;
-    struct model_plan p;
-    assert_int_equal(tiny_model_plan(&p), 0);
-    const uint32_t w[3] = {32, 32, 32};
     struct stepreplay_result r;
-    struct stepreplay_shape sh = amp_shape(&p, STEPREPLAY_FOREACH, false);
-    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    struct stepreplay_shape sh = amp_shape(&plan, STEPREPLAY_FOREACH, false);
+    assert_int_equal(steps32(&sh, &r), 0);
     assert_int_equal(r.allocated, 3 * TINY_FP32);
     assert_true(r.peak_allocated >= 5 * TINY_FP32);
     assert_true(r.reserved >= r.peak_allocated);
     sh.opt = STEPREPLAY_FUSED;
-    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(steps32(&sh, &r), 0);
     assert_int_equal(r.allocated, 3 * TINY_FP32);
     assert_true(r.peak_allocated >= 4 * TINY_FP32);
     sh.opt = STEPREPLAY_PLAIN;
-    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(steps32(&sh, &r), 0);
     assert_int_equal(r.allocated, TINY_FP32);
-    plan_free(&p);
 }
 
 /* The loss's backward holds log_softmax's saved output, nll_loss's gradient and
@@ -145,12 +144,10 @@ static void test_amp_resident(void **state)
 static void test_amp_loss_peak(void **state)
 {
     (void)state;
-    struct model_plan p;
-    assert_int_equal(tiny_model_plan(&p), 0);
     const uint32_t w[2] = {256, 256};
     const uint64_t loss = UINT64_C(4) * 256 * 1000 * 12;
     struct stepreplay_result off, on;
-    struct stepreplay_shape sh = amp_shape(&p, STEPREPLAY_FUSED, false);
+    struct stepreplay_shape sh = amp_shape(&plan, STEPREPLAY_FUSED, false);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &off), 0);
     assert_true(off.peak_allocated >= TINY_FP32 + loss);
     const uint64_t tok = 4 * 256, blocks = 2 * tok * 4096, logits16 = tok * 1000 * 4;
@@ -159,7 +156,6 @@ static void test_amp_loss_peak(void **state)
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &on), 0);
     assert_true(on.peak_allocated <= off.peak_allocated);
     assert_true(on.peak_allocated >= TINY_FP32 + loss);
-    plan_free(&p);
 }
 
 /* LoRA (rank 8 on every block Linear) on the 16-bit base, with and without autocast: the
@@ -171,11 +167,9 @@ static void test_amp_loss_peak(void **state)
 static void test_lora_steps(void **state)
 {
     (void)state;
-    struct model_plan p;
-    assert_int_equal(tiny_model_plan(&p), 0);
     const uint32_t w[2] = {256, 200};
     struct stepreplay_result plain, amp, ckpt;
-    struct stepreplay_shape sh = tiny_shape(&p, false);
+    struct stepreplay_shape sh = tiny_shape(&plan, false);
     sh.kept = false;
     sh.lora_r = 8;
     sh.lora_targets = TARGETS_ATTN | TARGETS_MLP;
@@ -190,7 +184,6 @@ static void test_lora_steps(void **state)
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &ckpt), 0);
     assert_int_equal(ckpt.allocated, 406016);
     assert_true(ckpt.peak_allocated <= amp.peak_allocated);
-    plan_free(&p);
 }
 
 /* Eager attention saves each layer's fp32 softmax and its bf16 cast, 6 B x 4 heads x 256
@@ -200,11 +193,9 @@ static void test_lora_steps(void **state)
 static void test_eager_scores(void **state)
 {
     (void)state;
-    struct model_plan p;
-    assert_int_equal(tiny_model_plan(&p), 0);
     const uint32_t w[2] = {256, 256};
     struct stepreplay_result sdpa, eager;
-    struct stepreplay_shape sh = amp_shape(&p, STEPREPLAY_FUSED, false);
+    struct stepreplay_shape sh = amp_shape(&plan, STEPREPLAY_FUSED, false);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &sdpa), 0);
     sh.eager = true;
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &eager), 0);
@@ -212,7 +203,6 @@ static void test_eager_scores(void **state)
     assert_int_equal(eager.allocated, sdpa.allocated);
     sh.kept = true; /* the outputs-kept loop runs SDPA only */
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &eager), -1);
-    plan_free(&p);
 }
 
 /* The tiny model's full fine-tuning over `shards` FSDP ranks: foreach AdamW, no kept outputs
@@ -240,19 +230,16 @@ static struct stepreplay_shape fsdp_shape(const struct model_plan *p, uint32_t s
 static void test_fsdp2_steps(void **state)
 {
     (void)state;
-    struct model_plan p;
-    assert_int_equal(tiny_model_plan(&p), 0);
-    const uint32_t w[3] = {32, 32, 32};
     struct stepreplay_result r2, r4;
-    struct stepreplay_shape sh = fsdp_shape(&p, 2);
-    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r2), 0);
+    struct stepreplay_shape sh = fsdp_shape(&plan, 2);
+    assert_int_equal(steps32(&sh, &r2), 0);
     assert_int_equal(r2.allocated, 3 * 406016);
     assert_int_equal(r2.resident, 4 * 406016);
     assert_true(r2.peak_allocated >= 4 * 406016 + 404992);
     assert_true(r2.reserved >= 2 * 2 * MIB);
     assert_true(r2.reserved >= r2.peak_allocated);
     sh.shards = 4;
-    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r4), 0);
+    assert_int_equal(steps32(&sh, &r4), 0);
     assert_int_equal(r4.allocated, 3 * 204288);
     assert_true(r4.peak_allocated < r2.peak_allocated);
     assert_int_equal(r2.grads, 404992);
@@ -260,13 +247,12 @@ static void test_fsdp2_steps(void **state)
      * kind, and reduce-scatter outputs in the gradients' bf16: a block's 18496 x 2 B (37376
      * rounded) each, the root's 64032 x 2 B (128512): 203264, beside the step's 4 kinds */
     sh.shards = 2, sh.shard16 = true;
-    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r4), 0);
+    assert_int_equal(steps32(&sh, &r4), 0);
     assert_int_equal(r4.allocated, 3 * 204288);
     assert_int_equal(r4.resident, 4 * 204288);
     assert_int_equal(r4.grads, 203264);
     assert_true(r4.peak_allocated >= 4 * 204288 + 203264);
     assert_true(r4.peak_allocated < r2.peak_allocated);
-    plan_free(&p);
 }
 
 /* FSDP1 (stepfsdp.c, shape.fsdp1) over 2 ranks, bf16 parameters (shard16). */
@@ -288,12 +274,9 @@ static struct stepreplay_shape fsdp1_shape(const struct model_plan *p)
 static void test_fsdp1_steps(void **state)
 {
     (void)state;
-    struct model_plan p;
-    assert_int_equal(tiny_model_plan(&p), 0);
-    const uint32_t w[3] = {32, 32, 32};
     struct stepreplay_result r;
-    struct stepreplay_shape sh = fsdp1_shape(&p);
-    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    struct stepreplay_shape sh = fsdp1_shape(&plan);
+    assert_int_equal(steps32(&sh, &r), 0);
     assert_int_equal(r.allocated, 3 * 204288);
     assert_int_equal(r.resident, 4 * 204288);
     assert_true(r.reserved >= 3 * 2 * MIB);
@@ -303,10 +286,9 @@ static void test_fsdp1_steps(void **state)
     assert_true(r.peak_allocated >= 3 * 204288 + 2 * 256128);
     assert_int_equal(r.grads, 203264); /* test_fsdp2_steps' bf16 reduce-scatter outputs */
     sh.shard16 = false;
-    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(steps32(&sh, &r), 0);
     assert_int_equal(r.allocated, 3 * 406016);
     assert_int_equal(r.grads, 404992); /* their fp32 casts */
-    plan_free(&p);
 }
 
 /* LoRA (q and v, r 4, bf16 adapters) under FSDP1 over 2 ranks, then FSDP2: the frozen base's
@@ -320,31 +302,27 @@ static void test_fsdp1_steps(void **state)
 static void test_fsdp_lora_steps(void **state)
 {
     (void)state;
-    struct model_plan p;
-    assert_int_equal(tiny_model_plan(&p), 0);
-    const uint32_t w[3] = {32, 32, 32};
     struct stepreplay_result r;
-    struct stepreplay_shape sh = fsdp1_shape(&p);
+    struct stepreplay_shape sh = fsdp1_shape(&plan);
     sh.full = false, sh.lora_r = 4, sh.lora_targets = (1u << ROLE_Q) | (1u << ROLE_V), sh.lora16 = true;
-    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(steps32(&sh, &r), 0);
     assert_int_equal(r.allocated, 204288);
     assert_int_equal(r.resident, 204288);
     assert_int_equal(r.grads, 0);
     const uint64_t frozen_peak = r.peak_allocated;
     sh.mixed = true;
-    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(steps32(&sh, &r), 0);
     assert_int_equal(r.allocated, 204288);
     assert_int_equal(r.grads, 74752);
     assert_true(r.peak_allocated > frozen_peak); /* the Linear inputs and norms kept, too */
     /* FSDP2 under its policy: the adapters gathered in bf16 (lora16), the frozen base's
      * units only gathered and freed, nothing reduced but the adapters' (outside) */
     sh.fsdp1 = false, sh.mixed = false;
-    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), 0);
+    assert_int_equal(steps32(&sh, &r), 0);
     assert_int_equal(r.allocated, 204288);
     assert_int_equal(r.grads, 0);
     sh.lora16 = false; /* fp32 adapters on FSDP2 without a policy: not replayed */
-    assert_int_equal(stepreplay_steps(&sh, 4, w, 3, &r), -1);
-    plan_free(&p);
+    assert_int_equal(steps32(&sh, &r), -1);
 }
 
 /* Out of range: no steps, a zero width, a zero micro-batch, checkpointing with the kept
@@ -352,15 +330,13 @@ static void test_fsdp_lora_steps(void **state)
 static void test_steps_arguments(void **state)
 {
     (void)state;
-    struct model_plan p;
-    assert_int_equal(tiny_model_plan(&p), 0);
     const uint32_t w[2] = {32, 0};
     struct stepreplay_result r;
-    struct stepreplay_shape sh = amp_shape(&p, STEPREPLAY_FOREACH, true);
+    struct stepreplay_shape sh = amp_shape(&plan, STEPREPLAY_FOREACH, true);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 0, &r), -1);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &r), -1);
     assert_int_equal(stepreplay_steps(&sh, 0, w, 1, &r), -1);
-    sh = tiny_shape(&p, true);
+    sh = tiny_shape(&plan, true);
     sh.ckpt = true;
     assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), -1);
     assert_int_equal(stepreplay_run(&sh, 4, 32, 1, &r), -1);
@@ -375,7 +351,6 @@ static void test_steps_arguments(void **state)
     assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), -1);
     sh.full = true;
     assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), 0);
-    plan_free(&p);
 }
 
 int main(void)
@@ -393,5 +368,5 @@ int main(void)
         cmocka_unit_test(test_fsdp_lora_steps),
         cmocka_unit_test(test_steps_arguments),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }
