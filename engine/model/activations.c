@@ -171,24 +171,11 @@ static bool act_fp32_norms(const struct model_spec *m, const struct train_config
  * cast to fp32 adapters. */
 static uint64_t lora_own_input(const struct model_spec *m, const struct train_config *c, uint64_t ea)
 {
-    if (c->precision == PREC_FP32)
+    if (c->precision == PREC_FP32 || train_lora_uncast(c))
         return 0;
     const bool fp32_adapters = (c->features & FEAT_ADAPTER_FP32) && !train_adapters_bf16(c);
-    if (!train_mixed(c))
-        return fp32_adapters ? 4 : 0;
-    /* FSDP2's MixedPrecisionPolicy gathers every parameter of a unit in param_dtype, the
-     * trained fp32 adapters too (torch distributed/fsdp/_fully_shard/_fsdp_param.py
-     * FSDPParam.init_dtype_attrs), and runs no autocast: lora_A's weight has the input's
-     * dtype, so _cast_input_dtype returns the input itself. Measured: h200-20261127.csv
-     * gpu-25min-46 (Qwen2.5-1.5B LoRA, FSDP2 x 4), allocated +7.0 % with a copy counted.
-     * Not FSDP1 (train_fsdp_half_gather's other half): HF Trainer wraps a LoRA model with
-     * peft's fsdp_auto_wrap_policy (transformers Trainer._fsdp_qlora_plugin_updates), which
-     * makes lora_A and lora_B units of their own, so when PEFT's Linear.forward reads
-     * lora_A's weight dtype that unit is still its fp32 shard and the input is cast (peft
-     * 0.21.0 as measured). Measured: h200-20261127-fsdp1-pools.csv gpu-fsdp1-pools-05/-08
-     * (LoRA, FSDP1 x 4 / x 2), allocated +0.16 / +0.30 % with the copy, -6.4 % without. */
-    if (c->features & FEAT_FSDP_MP)
-        return 0;
+    if (!train_mixed(c)) /* bf16-pure under fp32 adapters: the input's fp32 copy */
+        return 4;
     const bool bnb = c->quant != QUANT_NONE && !(c->features & FEAT_TORCHAO_NF4);
     return act_fp32_norms(m, c) || (fp32_adapters && !bnb) ? ea : 0;
 }

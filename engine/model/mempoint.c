@@ -37,7 +37,7 @@ static struct stepreplay_shape replay_shape(const struct model_plan *p, const st
         .kv_repeat = mp->kv_rep_tok && (!mp->kv_rep_padded || c->micro_batch > 1),
         .kept = (c->features & FEAT_OUTPUTS_KEPT) != 0,
         .lora_r = full ? 0 : (uint64_t)c->lora_r, .lora_targets = full ? 0 : plan_lora_targets(p, c),
-        .lora16 = !full && !(c->features & FEAT_ADAPTER_FP32),
+        .lora16 = !full && train_lora_uncast(c),
     };
 }
 
@@ -68,9 +68,6 @@ static uint64_t steps_reserved(const struct model_plan *p, const struct train_co
     sh.shards = mp->replay_shards;
     sh.fsdp1 = mp->replay_fsdp1;
     sh.mixed = sh.fsdp1 && train_mixed_units(c);
-    /* FSDP2's policy gathers fp32 adapters in bf16 and runs no autocast: lora_A reads the
-     * input itself (activations.c lora_own_input) */
-    sh.lora16 |= sh.shards && !sh.fsdp1 && !sh.full && (c->features & FEAT_FSDP_MP);
     /* 16-bit shards: bf16-pure, or LoRA's frozen base (the adapters live outside the replay) */
     sh.shard16 = sh.shards && (c->precision == PREC_BF16_PURE || !sh.full);
     /* FSDP's mixed precision gathers 16-bit units: no autocast runs (FSDP2), or it finds no

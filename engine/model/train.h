@@ -324,6 +324,26 @@ static inline bool train_adapters_bf16(const struct train_config *c)
 {
     return (c->features & FEAT_KBIT_BF16_ADAPTERS) && c->finetune != FT_FULL && c->quant != QUANT_NONE;
 }
+/* LoRA adapters that run in the 16-bit compute dtype on the Linear's own input, no cast and
+ * no autocast (PEFT's `_cast_input_dtype` returns x itself): adapters in the base dtype under
+ * bf16-pure, or any adapters under FSDP2's MixedPrecisionPolicy, which gathers every
+ * parameter of a unit in param_dtype, the trained fp32 adapters too (torch
+ * distributed/fsdp/_fully_shard/_fsdp_param.py FSDPParam.init_dtype_attrs), and runs no
+ * autocast. Measured: h200-20261127.csv gpu-25min-46 (Qwen2.5-1.5B LoRA, FSDP2 x 4),
+ * allocated +7.0 % with a copy counted. Not FSDP1 (train_fsdp_half_gather's other half): HF
+ * Trainer wraps a LoRA model with peft's fsdp_auto_wrap_policy (transformers
+ * Trainer._fsdp_qlora_plugin_updates), which makes lora_A and lora_B units of their own, so
+ * when PEFT's Linear.forward reads lora_A's weight dtype that unit is still its fp32 shard
+ * and the input is cast (peft 0.21.0 as measured). Measured: h200-20261127-fsdp1-pools.csv
+ * gpu-fsdp1-pools-05/-08 (LoRA, FSDP1 x 4 / x 2), allocated +0.16 / +0.30 % with the copy,
+ * -6.4 % without. activations.c lora_own_input and the replay (stepreplay_shape.lora16)
+ * take this. */
+static inline bool train_lora_uncast(const struct train_config *c)
+{
+    const bool fp32_adapters = (c->features & FEAT_ADAPTER_FP32) && !train_adapters_bf16(c);
+    return c->finetune != FT_FULL && ((c->precision == PREC_BF16_PURE && !fp32_adapters) ||
+                                      (train_mixed(c) && (c->features & FEAT_FSDP_MP)));
+}
 /* Methods whose module lives in 16 bit, its fp32 master copy in the optimizer (DeepSpeed
  * ZeRO-1/2/3 and Megatron's distributed optimizer), as opposed to torch AMP's (or FSDP's
  * mixed precision) fp32 parameters with 16-bit compute copies: torchtitan's pipelines shard
