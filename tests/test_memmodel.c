@@ -287,6 +287,32 @@ static void test_qlora_weights(void **state)
     assert_int_equal(e.phase[PHASE_OPTIMIZER][TERM_PARAMS], 38034 + 513280 + 7168);
 }
 
+/* FSDP over a bitsandbytes 4-bit base (resident.c memmodel_quant_state_bytes): the tiny
+ * model's block Linears are 2 x 36864 = 73728 weights, NF4 0.5 + 4/64 bytes each. FSDP on
+ * two GPUs shards the packed 4 bits and the 16-bit rest; every rank keeps the absmax whole,
+ * 73728 x 4/64 = 4608, where torchao's NF4 shards its scalers too (4608 / 2): 2304 more. A
+ * gathered block is its packed Linears, 36864 x 0.5, and its norms, 128 x 2 (it was counted
+ * as 36992 x 2); forward holds it beside the root unit (embedding 64000 + lm_head 64000) x
+ * 2: 256000 + 18688 = 274688, under torchao 256000 + 36864 x 0.5625 + 256. Offloading the
+ * parameters leaves the absmax on the GPU. */
+static void test_fsdp_qlora_shards(void **state)
+{
+    (void)state;
+    struct train_config bnb = qlora_config(STACK_HF);
+    bnb.method = METHOD_ADP, bnb.gpus = bnb.dp = 2, bnb.features |= FEAT_FSDP;
+    struct train_config ao = bnb;
+    ao.features |= FEAT_TORCHAO_NF4;
+    struct mem_resident rb, ra;
+    memmodel_resident(&plan, &bnb, MEM_STAGE_ALL, &rb);
+    memmodel_resident(&plan, &ao, MEM_STAGE_ALL, &ra);
+    assert_int_equal(rb.w - ra.w, 2304);
+    assert_int_equal(rb.gather_fwd, 274688);
+    assert_int_equal(ra.gather_fwd, 256000 + 20736 + 256);
+    bnb.method = METHOD_OFFLOAD, bnb.offload = OFFLOAD_PARAMS;
+    memmodel_resident(&plan, &bnb, MEM_STAGE_ALL, &rb);
+    assert_int_equal(rb.w, 4608);
+}
+
 /* Liger's fused linear cross-entropy (memmodel.c liger_coeffs), full bf16-pure on the tiny
  * model, micro-batch 2 x 8 = 16 tokens, V 1000, h 64: chunks of next_power_of_2(cdiv(16,
  * cdiv(1000, 64) = 16)) = 1 token; at the loss one chunk's logits 1 x 1000 x 2 = 2000, its
@@ -838,6 +864,7 @@ int main(void)
         cmocka_unit_test(test_blas_workspace),
         cmocka_unit_test(test_variable_reserved), cmocka_unit_test(test_fsdp_mixed_precision), cmocka_unit_test(test_reserved_capacity),
         cmocka_unit_test(test_qlora_weights),
+        cmocka_unit_test(test_fsdp_qlora_shards),
         cmocka_unit_test(test_liger),
         cmocka_unit_test(test_paged_small_states),
         cmocka_unit_test(test_paged_room),

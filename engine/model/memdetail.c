@@ -34,7 +34,8 @@
                    "mixed precision (torch.amp keeps the parameters fp32)"
 #define SRC_FROZEN "frozen base in the compute dtype (fp32 with litgpt's bf16-mixed, and beside a k-bit base prepared by peft prepare_model_for_kbit_training)"
 #define SRC_QUANT "bitsandbytes functional.quantize_4bit: 4 bits + fp32 absmax per 64 weights " \
-                  "(double quant: 8-bit absmax + fp32 per 256 blocks); LLM.int8: int8"
+                  "(double quant: 8-bit absmax + fp32 per 256 blocks), FSDP / ZeRO-3 shard the 4 bits " \
+                  "and every rank keeps the absmax whole (module.quant_state); LLM.int8: int8"
 #define SRC_INT8_SCALE "bitsandbytes Int8Params (LLM.int8): one fp32 scale per row"
 #define SRC_UNTIED "litgpt: a separate lm_head even for tied models (model.py GPT.lm_head)"
 #define SRC_LORA "PEFT tuners/lora/layer.py: lora_A (r x in), lora_B (out x r), fp32 by " \
@@ -390,6 +391,8 @@ static void weight_rows(struct build *b, const struct ctx *x)
     const struct mem_resident *r = &x->r;
     const bool offload = c->method == METHOD_OFFLOAD;
     const double div = offload ? (double)c->dp : r->zero3 && !r->ds ? (double)c->dp : 1.0;
+    /* a rank's share of what is sharded; offloaded parameters leave only what stays whole */
+    const double shard = offload && c->offload == OFFLOAD_PARAMS ? 0.0 : 1.0 / div;
     const uint64_t tb = r->ds ? (c->precision == PREC_FP32 ? 4 : 2) : memmodel_trained_bytes(c);
     /* a pipeline stage holds its share of the model (memmodel.c pp_stage) */
     const double share = x->all.w ? (double)r->w / (double)x->all.w : 0.0;
@@ -402,6 +405,9 @@ static void weight_rows(struct build *b, const struct ctx *x)
         const struct group *g = &x->g[k];
         const bool q = !full && quantized(x, g->t);
         const double per = full ? (double)tb : memmodel_frozen_elem_bytes(c, q);
+        const double whole = q ? memmodel_quant_state_bytes(c) : 0.0;
+        if (!shard && !whole)
+            continue;
         group_label(g, name, sizeof name, shape, sizeof shape, count, sizeof count);
         struct mem_detail_row *row = add_row(b, TERM_PARAMS, name,
                                              q ? quant_name(c->quant) : dtype_of((uint64_t)per, c->precision),
@@ -411,26 +417,27 @@ static void weight_rows(struct build *b, const struct ctx *x)
         snprintf(row->shape, sizeof row->shape, "%s", shape);
         snprintf(row->count, sizeof row->count, "%s", count);
         stage_note(c, row->count, sizeof row->count);
-        b->real[b->d->n - 1] = group_elems(g, c, r) * per / div * share;
+        b->real[b->d->n - 1] = group_elems(g, c, r) * ((per - whole) * shard + whole) * share;
     }
     const struct model_spec *m = &x->p->spec;
     if (m->tied && (c->features & FEAT_UNTIED_HEAD)) {
         const bool q = !full && c->quant != QUANT_NONE && (c->features & FEAT_QUANT_HEAD);
         const double per = full ? (double)tb : memmodel_frozen_elem_bytes(c, q);
+        const double whole = q ? memmodel_quant_state_bytes(c) : 0.0;
         struct mem_detail_row *row = add_row(b, TERM_PARAMS, "lm_head weight (untied copy)",
                                              q ? quant_name(c->quant) : dtype_of((uint64_t)per, c->precision),
                                              SRC_UNTIED);
         if (row) {
             const int64_t e = m->emb_dim ? m->emb_dim : m->hidden;
             snprintf(row->shape, sizeof row->shape, "%" PRId64 " x %" PRId64, m->vocab, e);
-            b->real[b->d->n - 1] = (double)(m->vocab * e) / (double)c->tp * per / div * share;
+            b->real[b->d->n - 1] = (double)(m->vocab * e) / (double)c->tp * ((per - whole) * shard + whole) * share;
         }
     }
     if (!full && c->quant == QUANT_INT8) {
         struct mem_detail_row *row = add_row(b, TERM_PARAMS, "int8 row scales", "fp32", SRC_INT8_SCALE);
         if (row) {
             snprintf(row->shape, sizeof row->shape, "%" PRId64 " rows", x->p->block_rows);
-            b->real[b->d->n - 1] = 4.0 * (double)x->p->block_rows / (double)c->tp / div * share;
+            b->real[b->d->n - 1] = 4.0 * (double)x->p->block_rows / (double)c->tp * shard * share;
         }
     }
     if (!full) { /* the adapters, in the trained dtype */
@@ -443,7 +450,7 @@ static void weight_rows(struct build *b, const struct ctx *x)
             snprintf(row->shape, sizeof row->shape, "%s", x->t[k].shape);
             snprintf(row->count, sizeof row->count, "%s", x->t[k].count);
             stage_note(c, row->count, sizeof row->count);
-            b->real[b->d->n - 1] = x->t[k].elems * (double)tb / div * share;
+            b->real[b->d->n - 1] = x->t[k].elems * (double)tb * shard * share;
         }
     }
     apportion(b, from, r->w);

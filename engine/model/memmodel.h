@@ -227,6 +227,10 @@ uint64_t memmodel_trained_bytes(const struct train_config *c);
  *         head's is the embedding's), in the gradient dtype; 0 for LoRA and QLoRA. */
 uint64_t memmodel_head_grad_bytes(const struct model_plan *p, const struct train_config *c);
 double memmodel_frozen_elem_bytes(const struct train_config *c, bool quantized);
+/* @return the bytes per quantized weight, out of memmodel_frozen_elem_bytes(c, true), that
+ *         FSDP / ZeRO-3 leave whole on every rank (bitsandbytes' quant_state); 0 for
+ *         torchao's NF4, which shards them, and without a 4-bit base. */
+double memmodel_quant_state_bytes(const struct train_config *c);
 enum mem_stage { MEM_STAGE_ALL, MEM_STAGE_FIRST, MEM_STAGE_LAST };
 void memmodel_resident(const struct model_plan *p, const struct train_config *c, enum mem_stage stage,
                        struct mem_resident *out);

@@ -73,6 +73,31 @@ double memmodel_frozen_elem_bytes(const struct train_config *c, bool quantized)
  * ran), so under a bf16 (or fp32) compute dtype the fp16 dequantized weight and its cast
  * exist together until the cast returns: 2 + gb bytes a weight (feature dequant-cast).
  * HF's bitsandbytes integration quantizes from the loaded dtype, where .to() is a no-op. */
+/* Bytes per quantized weight that every rank keeps whole while FSDP or ZeRO-3 shards the
+ * rest. bitsandbytes keeps a Linear4bit's QuantState (absmax: fp32 per 64 weights, or
+ * under double quantization uint8 per 64 plus fp32 per 256 blocks, functional.py
+ * quantize_4bit L981-1022) as a plain attribute of the module (Params4bit._quantize,
+ * `self.module.quant_state = quant_state`, nn/modules.py L278-291), not as a parameter or
+ * buffer, so FSDP flattens and shards only the packed 4-bit storage, and Linear4bit.forward
+ * puts the whole state back on the gathered view ("the quant state got lost when the
+ * parameter got converted. This happens for example for fsdp", L405-418; bitsandbytes
+ * 0.43.0 @48763245). DeepSpeed ZeRO-3 partitions parameters only, the same. torchao's
+ * NF4Tensor shards its scalers with its data (_INNER_TENSOR_NAMES_FOR_SHARDING:
+ * quantized_scalers, quantization_factor, quantized_data; torchao dtypes/nf4tensor.py
+ * @05980129): nothing stays whole. */
+double memmodel_quant_state_bytes(const struct train_config *c)
+{
+    if (c->features & FEAT_TORCHAO_NF4)
+        return 0.0;
+    switch (c->quant) {
+    case QUANT_NF4:
+    case QUANT_NF4_DQ:
+        return memmodel_frozen_elem_bytes(c, true) - 0.5; /* 4 bits packed in any storage dtype */
+    default:
+        return 0.0;
+    }
+}
+
 static uint64_t dequant_bytes(const struct train_config *c, uint64_t gb)
 {
     const bool cast = (c->features & FEAT_DEQUANT_CAST) && c->precision != PREC_FP16;
@@ -300,11 +325,17 @@ static void fp8_weight_copies(const struct model_plan *p, const struct train_con
 double resident_gathered_block_bytes(const struct model_plan *p, const struct train_config *c,
                                      double layer, double gb)
 {
-    if (!float8_allgather(c))
-        return layer * gb;
     const double ep_keep = 1.0 - 1.0 / (double)train_ep(c); /* a rank's own experts */
     const double lin = ((double)p->layer_linear_w - (double)p->layer_expert_p * ep_keep) / (double)c->tp;
-    return (layer - lin) * gb + lin;
+    if (float8_allgather(c))
+        return (layer - lin) * gb + lin;
+    /* a quantized base gathers its Linears packed (bitsandbytes' 4 bits in the
+     * quant_storage dtype, which FSDP needs uniform: memmodel_quant_state_bytes; torchao's
+     * NF4 with its scalers) */
+    if (c->finetune != FT_FULL && c->quant != QUANT_NONE)
+        return (layer - lin) * gb +
+               lin * (memmodel_frozen_elem_bytes(c, true) - memmodel_quant_state_bytes(c));
+    return layer * gb;
 }
 
 /* DeepSpeed ZeRO-3's contiguous gradient bucket: DeepSpeedZeroOptimizer_Stage3
@@ -373,8 +404,10 @@ static void bnb_paged_states(const struct model_plan *p, const struct train_conf
     r->paged_one = largest >= limit[1] ? (uint64_t)(largest * wide) : 0;
 }
 
-void resident_terms(const struct model_plan *p, const struct train_config *c,
-                           struct resident *r)
+/* resident_terms less what every rank keeps whole beside its shard; @return those bytes
+ * (memmodel_quant_state_bytes), which neither sharding nor offload moves. */
+static double sharded_terms(const struct model_plan *p, const struct train_config *c,
+                            struct resident *r)
 {
     bool zero3, ds;
     resident_shard_kind(c, &zero3, &ds);
@@ -399,6 +432,7 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
     double big = embed > head_all ? embed : head_all;
     double root = embed + head_all;
 
+    double whole = 0.0;
     memset(r, 0, sizeof *r);
     if (c->finetune == FT_FULL) {
         r->trained = base;
@@ -414,7 +448,9 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
         const bool qhead = (c->features & FEAT_QUANT_HEAD) != 0;
         double head = head_all;
         double quant_w = (double)(p->linear_w - p->head_p) / tpdiv + (qhead ? head : 0) - ep_cut;
-        r->w = (uint64_t)((frozen_bytes(p, c, base, quant_w, tpdiv) + (ds ? 0 : r->trained * (double)wt)) / dpdiv);
+        whole = quant_w * memmodel_quant_state_bytes(c);
+        r->w = (uint64_t)((frozen_bytes(p, c, base, quant_w, tpdiv) - whole + (ds ? 0 : r->trained * (double)wt)) /
+                          dpdiv);
         if (c->quant != QUANT_NONE) { /* dequantized to the compute dtype for each matmul */
             const uint64_t db = dequant_bytes(c, gb);
             r->dequant = (uint64_t)((double)p->max_linear_w / tpdiv) * db;
@@ -433,7 +469,7 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
         master_in_optimizer(p, c, r, (double)c->dp);
         if (c->method == METHOD_OFFLOAD)
             zero3_gather(p, c, r, layer, root);
-        return;
+        return whole;
     }
     uint64_t sb = state_bytes(c, wt);
     r->g = (uint64_t)(r->trained * (double)wt / dpdiv);
@@ -486,4 +522,11 @@ void resident_terms(const struct model_plan *p, const struct train_config *c,
         r->bucket += ds_zero3_ipg_bytes(gb);
     if (zero3)
         zero3_gather(p, c, r, layer, root);
+    return whole;
+}
+
+void resident_terms(const struct model_plan *p, const struct train_config *c, struct resident *r)
+{
+    const double whole = sharded_terms(p, c, r);
+    r->w += (uint64_t)whole;
 }

@@ -41,7 +41,9 @@ void resident_terms(const struct model_plan *p, const struct train_config *c, st
 void resident_shard_kind(const struct train_config *c, bool *zero3, bool *ds);
 
 /* @return the bytes of one gathered block of `layer` parameters in the gathered dtype gb:
- *         its Linear weights in float8 under float8 all-gather, the rest in gb. */
+ *         its Linear weights in float8 under float8 all-gather, or in their quantized
+ *         format less what stays whole (memmodel_quant_state_bytes) under a quantized
+ *         LoRA base, the rest in gb. */
 double resident_gathered_block_bytes(const struct model_plan *p, const struct train_config *c,
                                      double layer, double gb);
 

@@ -50,7 +50,7 @@ static void fsdp1_pools(const struct model_plan *p, const struct train_config *c
     const double root = (double)p->params - (double)p->spec.layers * layer;
     const struct fsdp1_units u = {
         .root = (uint64_t)(ceil(root / dp) * dp * 2.0),
-        .block = (uint64_t)(ceil(resident_gathered_block_bytes(p, c, layer, 1.0) / dp) * dp * 2.0),
+        .block = (uint64_t)(ceil(resident_gathered_block_bytes(p, c, layer, 2.0) / 2.0 / dp) * dp * 2.0),
         .blocks = (uint32_t)p->spec.layers, .dp = (uint32_t)c->dp,
         .trained = c->finetune == FT_FULL || train_mixed_units(c), .frozen_root = c->finetune != FT_FULL,
         .tied = !p->head_p, .fp32_master = train_fsdp_half_gather(c),
