@@ -62,17 +62,6 @@ double memmodel_frozen_elem_bytes(const struct train_config *c, bool quantized)
             train_kbit_ends_fp32(c)) ? 4.0 : 2.0;
 }
 
-/* Bytes per weight element while a quantized Linear computes: bitsandbytes' MatMul4Bit
- * runs linear(A, dequantize_4bit(B, quant_state).to(A.dtype).t()) (bitsandbytes 0.42.0
- * autograd/_functions.py:516, backward :546 the same), and dequantize_4bit allocates its
- * output in quant_state.dtype, the dtype the weight had when it was quantized
- * (functional.py:1026 torch.empty(quant_state.shape, dtype=quant_state.dtype)). Lightning's
- * BitsandbytesPrecision, which litgpt uses, quantizes from `weight.contiguous().to(device,
- * dtype=torch.half)` (lightning src/lightning/fabric/plugins/precision/bitsandbytes.py
- * _Linear4bit.quantize at 438f29f0, Mar 2024, and at the Oct 2023 version lit-gpt 8641822
- * ran), so under a bf16 (or fp32) compute dtype the fp16 dequantized weight and its cast
- * exist together until the cast returns: 2 + gb bytes a weight (feature dequant-cast).
- * HF's bitsandbytes integration quantizes from the loaded dtype, where .to() is a no-op. */
 /* Bytes per quantized weight that every rank keeps whole while FSDP or ZeRO-3 shards the
  * rest. bitsandbytes keeps a Linear4bit's QuantState (absmax: fp32 per 64 weights, or
  * under double quantization uint8 per 64 plus fp32 per 256 blocks, functional.py
@@ -92,12 +81,25 @@ double memmodel_quant_state_bytes(const struct train_config *c)
     switch (c->quant) {
     case QUANT_NF4:
     case QUANT_NF4_DQ:
-        return memmodel_frozen_elem_bytes(c, true) - 0.5; /* 4 bits packed in any storage dtype */
+        /* the packed 4 bits: ((n+1)//mod, 1) elements of quant_storage, mod = 2 x its
+         * bytes (quantize_4bit L985-986), half a byte a weight in any storage dtype */
+        return memmodel_frozen_elem_bytes(c, true) - 0.5;
     default:
         return 0.0;
     }
 }
 
+/* Bytes per weight element while a quantized Linear computes: bitsandbytes' MatMul4Bit
+ * runs linear(A, dequantize_4bit(B, quant_state).to(A.dtype).t()) (bitsandbytes 0.42.0
+ * autograd/_functions.py:516, backward :546 the same), and dequantize_4bit allocates its
+ * output in quant_state.dtype, the dtype the weight had when it was quantized
+ * (functional.py:1026 torch.empty(quant_state.shape, dtype=quant_state.dtype)). Lightning's
+ * BitsandbytesPrecision, which litgpt uses, quantizes from `weight.contiguous().to(device,
+ * dtype=torch.half)` (lightning src/lightning/fabric/plugins/precision/bitsandbytes.py
+ * _Linear4bit.quantize at 438f29f0, Mar 2024, and at the Oct 2023 version lit-gpt 8641822
+ * ran), so under a bf16 (or fp32) compute dtype the fp16 dequantized weight and its cast
+ * exist together until the cast returns: 2 + gb bytes a weight (feature dequant-cast).
+ * HF's bitsandbytes integration quantizes from the loaded dtype, where .to() is a no-op. */
 static uint64_t dequant_bytes(const struct train_config *c, uint64_t gb)
 {
     const bool cast = (c->features & FEAT_DEQUANT_CAST) && c->precision != PREC_FP16;
