@@ -424,7 +424,8 @@ static void weight_rows(struct build *b, const struct ctx *x)
         const bool q = !full && c->quant != QUANT_NONE && (c->features & FEAT_QUANT_HEAD);
         const double per = full ? (double)tb : memmodel_frozen_elem_bytes(c, q);
         const double whole = q ? memmodel_quant_state_bytes(c) : 0.0;
-        struct mem_detail_row *row = add_row(b, TERM_PARAMS, "lm_head weight (untied copy)",
+        struct mem_detail_row *row = !shard && !whole ? NULL :
+                                     add_row(b, TERM_PARAMS, "lm_head weight (untied copy)",
                                              q ? quant_name(c->quant) : dtype_of((uint64_t)per, c->precision),
                                              SRC_UNTIED);
         if (row) {
@@ -433,14 +434,14 @@ static void weight_rows(struct build *b, const struct ctx *x)
             b->real[b->d->n - 1] = (double)(m->vocab * e) / (double)c->tp * ((per - whole) * shard + whole) * share;
         }
     }
-    if (!full && c->quant == QUANT_INT8) {
+    if (!full && c->quant == QUANT_INT8 && shard) {
         struct mem_detail_row *row = add_row(b, TERM_PARAMS, "int8 row scales", "fp32", SRC_INT8_SCALE);
         if (row) {
             snprintf(row->shape, sizeof row->shape, "%" PRId64 " rows", x->p->block_rows);
             b->real[b->d->n - 1] = 4.0 * (double)x->p->block_rows / (double)c->tp * shard * share;
         }
     }
-    if (!full) { /* the adapters, in the trained dtype */
+    if (!full && shard) { /* the adapters, in the trained dtype */
         for (size_t k = 0; k < x->nt; k++) {
             char n2[64];
             snprintf(n2, sizeof n2, "%s", x->t[k].name);
