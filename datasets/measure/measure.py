@@ -166,6 +166,9 @@ def validate_config(cfg):
     p += validate_layout(cfg)
     if cfg.get("finetune") == "qlora" and cfg.get("quant") != "nf4":
         p.append("qlora means an nf4 base")
+    if "cpu-init" in cfg.get("features", ()) and (cfg.get("method", "single") != "fsdp1" or
+                                                  cfg.get("quant") != "none"):
+        p.append("cpu-init is FSDP1's own move to the GPU (method fsdp1, no quantized base)")
     if "kbit-prep" in cfg.get("features", ()) and cfg.get("quant") == "none":
         p.append("kbit-prep applies to quantized bases only")
     if "fused" in cfg.get("features", ()) and (cfg.get("optimizer") != "adamw"

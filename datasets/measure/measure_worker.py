@@ -136,17 +136,18 @@ def compute_dtype(cfg):
     return {"fp32": torch.float32, "fp16": torch.float16}.get(cfg["precision"], torch.bfloat16)
 
 
-def build_model(hf_cfg, attention, dtype):
-    """Random-weight model constructed directly on the GPU (no CPU copy, no download)."""
+def build_model(hf_cfg, attention, dtype, device="cuda"):
+    """Random-weight model constructed directly on `device`: the GPU (no CPU copy, no
+    download), or the CPU for FSDP1 to move unit by unit (feature cpu-init)."""
     import transformers
     from transformers import AutoModelForCausalLM
     major_minor = tuple(int(x) for x in transformers.__version__.split(".")[:2])
     # transformers 4.56 renamed torch_dtype to dtype; v5 warns on the old name.
     dkey = "dtype" if major_minor >= (4, 56) else "torch_dtype"
-    with torch.device("cuda"):
+    with torch.device(device):
         model = AutoModelForCausalLM.from_config(hf_cfg, attn_implementation=attention,
                                                  **{dkey: dtype})
-    model.to("cuda")  # a no-op normally; catches buffers a model creates on the CPU
+    model.to(device)  # a no-op normally; catches buffers a model creates on the CPU
     return model
 
 
@@ -762,7 +763,8 @@ def build_for_training(cfg, row, notes):
     hf_cfg, dropped = make_config(row)
     if dropped:
         notes.append("config_keys_dropped=" + "+".join(dropped))
-    model = build_model(hf_cfg, cfg["attention"], weight_dtype(cfg))
+    cpu_init = "cpu-init" in cfg.get("features", ())
+    model = build_model(hf_cfg, cfg["attention"], weight_dtype(cfg), "cpu" if cpu_init else "cuda")
     tied = ensure_tied(model, hf_cfg)
     n_params = sum(p.numel() for p in model.parameters())
     notes.append(f"params={n_params} tied={int(tied)}")
@@ -847,8 +849,12 @@ def run_job(job):
 
         # Leftovers of construction (the dense copy a quantized layer replaced, init
         # temporaries) sit in the allocator's cache; a loaded model would not have them.
+        # Under cpu-init they are what FSDP1's wrap left, as a real run keeps them.
         gc.collect()
-        torch.cuda.empty_cache()
+        if "cpu-init" in cfg.get("features", ()):
+            notes.append(f"cache_kept_gib={(torch.cuda.memory_reserved() - torch.cuda.memory_allocated()) / 2**30:.4f}")
+        else:
+            torch.cuda.empty_cache()
         torch.cuda.synchronize()
         notes.append(f"static_gib={torch.cuda.memory_allocated() / 2**30:.4f}")
 

@@ -191,8 +191,13 @@ class TestGrids(Fixture):
                     dict(good, method="adp", gpus=2, runner="trainer"),
                     dict(grids.c("gpt2", finetune="lora"), method="tp", gpus=2),
                     dict(good, method="tp", gpus=2, snapshot=True),
-                    dict(good, snapshot=True, steps=1)):
+                    dict(good, snapshot=True, steps=1),
+                    dict(good, features=["cpu-init"]),
+                    grids.c("gpt2", "bf16", "qlora", method="fsdp1", gpus=2,
+                            features=["cpu-init"])):
             self.assertNotEqual(measure.validate_config(bad), [], bad)
+        self.assertEqual(measure.validate_config(
+            grids.c("gpt2", method="fsdp1", gpus=2, features=["cpu-init"])), [])
         row = {"model_type": "llama", "heads": 32, "kv_heads": 8, "pos_emb": "rope",
                "max_pos": 0}
         tp = grids.c("x", method="tp", gpus=8)
