@@ -313,15 +313,16 @@ GPU_FSDP1_SEGMENTS = [
 # Issue 12's questions for the next lease. What FSDP1's wrap leaves cached: accelerate's
 # prepare_model calls no empty_cache after FSDP(model) (accelerator.py @16cb6eb8) and HF
 # Trainer's free_memory runs before it, so a real run's reserved peak may carry the wrap's
-# freed units; every row before emptied the cache after building. Twins of gpu-fsdp1-07 and
-# -12, and a small batch where such a residue would stand out most, each without and with
-# cpu-init. Then bf16 adapters on one GPU without checkpointing (the replay's lora16 on its
-# own) and gpu-fsdp1-09 under peft's wrap policy (the mixed-units term from the other side).
+# freed units; every row before emptied the cache after building. A small batch, where such
+# a residue would stand out most, without cpu-init (the gate: a path measured before) and
+# with it; twins of gpu-fsdp1-07 and -12 with it. Then bf16 adapters on one GPU without
+# checkpointing (the replay's lora16 on its own) and gpu-fsdp1-09 under peft's wrap policy
+# (the mixed-units term from the other side).
 GPU_RESIDUE = [
-    c(L1B, "bf16", mb=4, seq=1024, method="fsdp1", gpus=4, features=["cpu-init"]),
-    c(L1B, "bf16", "lora", mb=4, seq=1024, method="fsdp1", gpus=2, features=["cpu-init"]),
     c(L1B, "bf16", mb=1, seq=256, method="fsdp1", gpus=4),
     c(L1B, "bf16", mb=1, seq=256, method="fsdp1", gpus=4, features=["cpu-init"]),
+    c(L1B, "bf16", mb=4, seq=1024, method="fsdp1", gpus=4, features=["cpu-init"]),
+    c(L1B, "bf16", "lora", mb=4, seq=1024, method="fsdp1", gpus=2, features=["cpu-init"]),
     c(Q15, "bf16-pure", "lora", mb=4, seq=1024),
     c(L2_7B, "bf16-pure", "lora", r=8, targets="q+v", mb=4, seq=2048, method="fsdp1", gpus=2),
 ]
