@@ -493,8 +493,7 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
         f->amp_head = ph == PHASE_LOSS ? r->amp_head : 0;
         return;
     }
-    const bool fsdp_acc = (c->features & FEAT_FSDP) && c->dp > 1 &&
-                          (c->method == METHOD_ADP || c->method == METHOD_DPTP);
+    const bool fsdp_acc = train_fsdp_sharded(c);
     const uint64_t acc = (c->features & FEAT_GRAD_ACCUM) ? (fsdp_acc ? r->g * (uint64_t)c->dp : r->g) : 0;
     f->grads_whole = acc && fsdp_acc;
     /* memmodel.c fixed_phases: the longest batch first has no summed gradient before its

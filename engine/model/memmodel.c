@@ -51,9 +51,7 @@ static void set_phase(struct mem_prepared *mp, enum mem_phase ph, uint64_t param
  * DeepSpeed ZeRO-3 reduces every micro-batch into its partition, DDP's are full anyway. */
 static uint64_t accumulated_grads(const struct train_config *c, const struct resident *r)
 {
-    const bool fsdp = (c->features & FEAT_FSDP) && c->dp > 1 &&
-                      (c->method == METHOD_ADP || c->method == METHOD_DPTP);
-    return fsdp ? r->g * (uint64_t)c->dp : r->g;
+    return train_fsdp_sharded(c) ? r->g * (uint64_t)c->dp : r->g;
 }
 
 /* The batch-independent bytes of each phase (see enum mem_phase). Gradients are None

@@ -239,6 +239,12 @@ static inline bool train_fabric_loop(const struct train_config *c)
 {
     return c->stack == STACK_LITGPT;
 }
+/* FSDP (FEAT_FSDP: units that gather, compute and reshard) sharding over 2 or more
+ * data-parallel ranks, with or without TP. */
+static inline bool train_fsdp_sharded(const struct train_config *c)
+{
+    return (c->features & FEAT_FSDP) && c->dp > 1 && (c->method == METHOD_ADP || c->method == METHOD_DPTP);
+}
 /* FSDP1 units that mix frozen and trained parameters, which use_orig_params=True permits:
  * a unit's FlatParameter requires grad when any parameter in it does (pytorch
  * torch/distributed/fsdp/_flat_param.py FlatParamHandle._validate_tensors_to_flatten:
@@ -251,9 +257,7 @@ static inline bool train_fabric_loop(const struct train_config *c)
  * their own: Trainer._fsdp_qlora_plugin_updates). */
 static inline bool train_mixed_units(const struct train_config *c)
 {
-    const bool fsdp = (c->features & FEAT_FSDP) && c->dp > 1 &&
-                      (c->method == METHOD_ADP || c->method == METHOD_DPTP);
-    return fsdp && c->finetune != FT_FULL &&
+    return train_fsdp_sharded(c) && c->finetune != FT_FULL &&
            (train_fabric_loop(c) || (c->features & FEAT_FSDP_MIXED_UNITS));
 }
 /* Mixed precision: 16-bit compute over fp32 parameters (fp16, bf16, and fp8, bf16 with
@@ -272,8 +276,8 @@ static inline bool train_fsdp_half_gather(const struct train_config *c)
 {
     if (c->features & FEAT_FSDP_MP)
         return true;
-    const uint64_t fsdp1 = FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_FSDP1_MP;
-    return (c->features & fsdp1) == fsdp1 && c->dp > 1 && (c->method == METHOD_ADP || c->method == METHOD_DPTP) &&
+    const uint64_t fsdp1 = FEAT_FSDP_FLAT | FEAT_FSDP1_MP;
+    return train_fsdp_sharded(c) && (c->features & fsdp1) == fsdp1 &&
            (c->precision == PREC_BF16 || c->precision == PREC_FP16);
 }
 /* FSDP1 (flat parameters, the hf stacks' FSDP) sharding a data-parallel run over 2 or more
