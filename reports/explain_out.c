@@ -156,8 +156,8 @@ static void text_verdict(const struct explanation *x, FILE *f)
     text_band(x, f);
     if (x->has_loss)
         fprintf(f, "\nloss path  %s: %.2f allocated, %.2f reserved, %.2f held at the peak "
-                "(bytes per token and vocab entry)", x->loss_path, x->loss_allocated, x->loss_reserved,
-                x->loss_needed);
+                "(bytes per token and vocab entry%s)", x->loss_path, x->loss_allocated, x->loss_reserved,
+                x->loss_needed, x->loss_on_lengths ? "; reserved and held on the --lengths data" : "");
     if (x->side_pool)
         fprintf(f, "\nside pool  %.3f GiB reserved by %s (in every phase's reserved, not in allocated)",
                 units_gib(x->side_pool), x->side_pool_stream);

@@ -140,6 +140,40 @@ static void test_variable_orders(void **state)
     assert_int_equal(losspath_variable_orders(LOSS_HF, LP_MIXED, ALLOC_DEFAULT, 0, 30, r30, n30), -1);
 }
 
+/* The user's data (--lengths), on cases worked by hand:
+ *   - lengths 1 .. 4096, one sample each, at a 4096-token cap: a row drawn uniformly is a
+ *     length uniform on 1 .. 4096 from the same stream, so the run is the model's own and
+ *     its cost the compiled-in table's, bit for bit;
+ *   - every sample longer than the cap: every step is cut to the cap, the packed steady
+ *     state (HF, bf16: 14 reserved, 12 held, test_hf_packed_reserved);
+ *   - every sample half the cap: the same run at half the length, 7 and 6;
+ *   - Liger's path has no N x V tensor to replay, and an empty dataset is no dataset. */
+static void test_lengths_cost(void **state)
+{
+    (void)state;
+    static uint32_t tok[LP_LEN_UNIT];
+    for (uint32_t i = 0; i < LP_LEN_UNIT; i++)
+        tok[i] = i + 1;
+    struct loss_cost table;
+    losspath_cost(LOSS_HF, LP_MIXED, DATA_VARIABLE, ALLOC_DEFAULT, &table);
+    double res, need;
+    assert_int_equal(losspath_lengths_cost(LOSS_HF, LP_MIXED, ALLOC_DEFAULT, tok, LP_LEN_UNIT, LP_LEN_UNIT,
+                                           2, &res, &need), 0);
+    assert_true(res == table.reserved[1]);
+    assert_true(need == table.needed[1]);
+    const uint32_t longer[] = {5000, 9000, 4097};
+    assert_int_equal(losspath_lengths_cost(LOSS_HF, LP_HALF, ALLOC_DEFAULT, longer, 3, 4096, 1, &res, &need), 0);
+    assert_true(res == 14.0);
+    assert_true(need == 12.0);
+    const uint32_t half[] = {1024};
+    assert_int_equal(losspath_lengths_cost(LOSS_HF, LP_HALF, ALLOC_DEFAULT, half, 1, 2048, 1, &res, &need), 0);
+    assert_true(res == 7.0);
+    assert_true(need == 6.0);
+    assert_int_equal(losspath_lengths_cost(LOSS_LIGER, LP_HALF, ALLOC_DEFAULT, half, 1, 2048, 1, &res, &need), -1);
+    assert_int_equal(losspath_lengths_cost(LOSS_HF, LP_HALF, ALLOC_DEFAULT, half, 0, 2048, 1, &res, &need), -1);
+    assert_int_equal(losspath_lengths_cost(LOSS_HF, LP_HALF, ALLOC_DEFAULT, NULL, 1, 2048, 1, &res, &need), -1);
+}
+
 /* Expandable segments: one growing segment in 20 MiB pages. Logits [0,2), upcast [2,6),
  * output [6,10); freeing upcast and logits leaves [0,6) free; nll_loss's gradient takes
  * [0,4); the log_softmax gradient cannot use [4,6) and grows the segment to 14. At the
@@ -302,7 +336,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hf_allocated),         cmocka_unit_test(test_hf_packed_reserved),
         cmocka_unit_test(test_replay_by_hand), cmocka_unit_test(test_variable_run), cmocka_unit_test(test_variable_table), cmocka_unit_test(test_hf_expandable),
-        cmocka_unit_test(test_variable_orders),
+        cmocka_unit_test(test_variable_orders),      cmocka_unit_test(test_lengths_cost),
         cmocka_unit_test(test_chunked),              cmocka_unit_test(test_select),
         cmocka_unit_test(test_outputs_kept),         cmocka_unit_test(test_compiled_ce),
         cmocka_unit_test(test_loss_parallel),        cmocka_unit_test(test_trl),

@@ -84,9 +84,9 @@ static int measured_config(struct options *o, struct train_config *c, struct row
 {
     if (!o->measured_csv || !o->measured_id)
         return usage_error("explain", "--measured FILE and --id ID go together");
-    if (o->nmodels || axis_values(&o->axes) > 0 || o->paper)
+    if (o->nmodels || axis_values(&o->axes) > 0 || o->paper || o->lengths)
         return usage_error("explain", "--measured takes the model and the configuration from the row: "
-                           "drop --model, --paper and the configuration options");
+                           "drop --model, --paper, --lengths and the configuration options");
     /* the row sets these too (its stack and features, data and alloc_conf columns); only a
      * value other than the default shows that one was given */
     if (o->axes.stack != STACK_HF || o->axes.data != DATA_VARIABLE || o->axes.alloc != ALLOC_DEFAULT ||

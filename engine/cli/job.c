@@ -110,6 +110,33 @@ static int load_band(struct job *j, const char *dir)
     return 0;
 }
 
+/* --lengths FILE: the dataset's sample lengths, for the variable-length replay of the loss
+ * path (lengthcost.h). They describe variable-length batches, which --data packed and
+ * LLMem's equations (--paper) do not have. */
+static int load_lengths(struct job *j)
+{
+    const struct options *o = &j->opt;
+    struct input_error e;
+    if (!o->lengths)
+        return 0;
+    if (o->paper || o->axes.data != DATA_VARIABLE)
+        return usage_error(NULL, "--lengths describes variable-length batches: it cannot go with %s",
+                           o->paper ? "--paper" : "--data packed");
+    if (lengths_read(o->lengths, &j->lengths, &e) != 0) {
+        input_error_print(&e);
+        return e.code;
+    }
+    if (length_costs_init(&j->lcost, j->lengths.tokens, j->lengths.n, j->lengths.longest) != 0)
+        return EXIT_IO;
+    j->sweep.lengths = &j->lcost;
+    const struct int_list *seq = &o->axes.seq; /* sorted */
+    if (seq->n && (uint32_t)seq->v[seq->n - 1] > j->lengths.longest)
+        fprintf(stderr, "llmem-sweep: warning: --lengths: the longest sample has %u tokens, fewer "
+                        "than --seq %d; steps of %d tokens are still counted\n",
+                j->lengths.longest, seq->v[seq->n - 1], seq->v[seq->n - 1]);
+    return 0;
+}
+
 /* The sweep's progress line on stderr, redrawn in place and cleared at the end. */
 static void progress_line(void *data, const struct sweep_progress *p)
 {
@@ -134,7 +161,7 @@ int job_init(struct job *j, const struct options *o)
         return e.code;
     }
     int rc = resolve_gpu(j);
-    if (rc || (rc = load_band(j, dir)))
+    if (rc || (rc = load_band(j, dir)) || (rc = load_lengths(j)))
         return rc;
     if (o->rules && rules_load(o->rules, &j->sweep.rules, &e) != 0) {
         input_error_print(&e);
@@ -180,5 +207,7 @@ void job_free(struct job *j)
     space_free(&j->sweep.space);
     rules_free(j->sweep.rules);
     band_table_free(&j->band);
+    length_costs_free(&j->lcost);
+    lengths_free(&j->lengths);
     catalog_free(&j->cat);
 }

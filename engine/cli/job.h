@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "catalog.h"
+#include "lengths.h"
 #include "options.h"
 #include "sweep.h"
 
@@ -17,6 +18,8 @@ struct job {
     bool budget_from_device; /* the budget is the local GPU's total memory */
     char gpu_note[200];      /* how the GPU was chosen, for reports */
     struct band_table band;  /* <data>/band.csv; empty when the folder has none */
+    struct lengths lengths;  /* --lengths FILE; empty without it */
+    struct length_costs lcost; /* the loss path replayed on them (sweep.lengths) */
     struct sweep sweep;
 };
 

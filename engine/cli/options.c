@@ -328,6 +328,7 @@ static const struct opt_row table[] = {
     NAMES("--grad-ckpt", axes.ckpts, axes.nckpts, ckpt_mode_parse, CKPT_COUNT),
     NUM("--host-memory", SW, T_SIZE, O(host_memory), 0, 0, NULL),
     STR("--id", CMD_EXPLAIN, O(measured_id)),
+    STR("--lengths", SW, O(lengths)),
     FLAG("--liger", SW, O(axes.liger)),
     INTS("--lora-r", axes.lora_r, 1, 65536),
     CALL("--lora-targets", SW, set_targets),
@@ -821,6 +822,9 @@ void options_usage(enum options_mode mode)
           "  --rules PATH       measured peak-type rules (a rules CSV or a folder of them)\n"
           "  --data SHAPE       variable (default: unpacked batches padded to their longest\n"
           "                     sample, lengths up to --seq) or packed (every batch --seq long)\n"
+          "  --lengths FILE     variable data's sample lengths: a CSV with a column tokens,\n"
+          "                     one row per sample; each cut to --seq (default: lengths\n"
+          "                     uniform up to --seq)\n"
           "  --alloc-conf A     default or expandable (PYTORCH_CUDA_ALLOC_CONF=\n"
           "                     expandable_segments:True)\n"
           "  --gpus-per-node N  GPUs per node (default 8); collectives beyond a node use\n"

@@ -36,6 +36,7 @@ struct options {
     const char *measured_id;  /*   configuration, model and GPU */
     enum rank_mode rank;
     const char *rules;
+    const char *lengths;      /* --lengths FILE: the dataset's sample lengths (lengths.h) */
     const char *data_dir;     /* --catalog DIR (or --data DIR, the older spelling) */
     double margin_pct;        /* --margin: < 0 = auto (the error band's upper end fits),
                                * else the point prediction + this many % fits; 0 = the point */

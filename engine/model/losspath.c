@@ -493,18 +493,31 @@ static double median_of_orders(const double *v)
     return (v[LP_RUN_ORDERS / 2 - 1] + v[LP_RUN_ORDERS / 2]) / 2.0;
 }
 
-int losspath_variable_orders(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, uint32_t batch,
-                              size_t steps, double reserved[LP_RUN_ORDERS], double needed[LP_RUN_ORDERS])
+/* One sample's length in 1/LP_LEN_UNIT of the cap: uniform on 1 .. LP_LEN_UNIT, or a row of
+ * the dataset's lengths tok[0..ntok) drawn uniformly, cut to the cap seq and rounded up. */
+static uint32_t draw_sample(uint64_t *x, const uint32_t *tok, size_t ntok, uint32_t seq)
+{
+    if (!tok)
+        return (uint32_t)(splitmix64(x) % LP_LEN_UNIT) + 1;
+    const uint64_t l = tok[splitmix64(x) % ntok];
+    return l >= seq ? LP_LEN_UNIT : (uint32_t)((l * LP_LEN_UNIT + seq - 1) / seq);
+}
+
+/* Every data order's run of `steps` steps of micro-batch `batch`, each padded to the longest
+ * of its samples (draw_sample), replayed: reserved[] and needed[] ascending. */
+static int replay_orders(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, uint32_t batch,
+                         size_t steps, const uint32_t *tok, size_t ntok, uint32_t seq,
+                         double reserved[LP_RUN_ORDERS], double needed[LP_RUN_ORDERS])
 {
     static thread_local uint32_t len[LP_RUN_STEPS];
-    if (batch < 1 || steps < 1 || steps > LP_RUN_STEPS)
+    if (batch < 1 || steps < 1 || steps > LP_RUN_STEPS || (tok && (ntok < 1 || seq < 1)))
         return -1;
     for (uint64_t order = 0; order < LP_RUN_ORDERS; order++) {
         uint64_t x = order + 1;
         for (size_t i = 0; i < steps; i++) {
             uint32_t longest = 0;
             for (uint32_t j = 0; j < batch; j++) {
-                uint32_t l = (uint32_t)(splitmix64(&x) % LP_LEN_UNIT) + 1;
+                const uint32_t l = draw_sample(&x, tok, ntok, seq);
                 longest = l > longest ? l : longest;
             }
             len[i] = longest;
@@ -517,16 +530,32 @@ int losspath_variable_orders(enum loss_path lp, enum lp_class k, enum alloc_conf
     return 0;
 }
 
-/* The variable-length run of micro-batch b (a bucket's smallest) over every data order. */
+int losspath_variable_orders(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, uint32_t batch,
+                              size_t steps, double reserved[LP_RUN_ORDERS], double needed[LP_RUN_ORDERS])
+{
+    return replay_orders(lp, k, alloc, batch, steps, NULL, 0, 0, reserved, needed);
+}
+
+/* The median order's run of micro-batch b: lengths uniform up to the cap (tok NULL), or the
+ * dataset's tok[0..ntok) cut to the cap seq. */
 static int variable_run(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, uint32_t b,
-                        double *reserved, double *needed)
+                        const uint32_t *tok, size_t ntok, uint32_t seq, double *reserved, double *needed)
 {
     double res[LP_RUN_ORDERS], need[LP_RUN_ORDERS];
-    if (losspath_variable_orders(lp, k, alloc, b, LP_RUN_STEPS, res, need) != 0)
+    if (replay_orders(lp, k, alloc, b, LP_RUN_STEPS, tok, ntok, seq, res, need) != 0)
         return -1;
     *reserved = median_of_orders(res);
     *needed = median_of_orders(need);
     return 0;
+}
+
+int losspath_lengths_cost(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
+                          const uint32_t *tokens, size_t n, uint32_t seq, uint32_t batch,
+                          double *reserved, double *needed)
+{
+    if (!tokens || (unsigned)lp >= LOSS_COUNT || lp == LOSS_LIGER)
+        return -1;
+    return variable_run(lp, k, alloc, batch, tokens, n, seq, reserved, needed);
 }
 
 int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
@@ -538,7 +567,8 @@ int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf a
         out->allocated[bk] = (double)allocated_peak(lp, k, UINT32_C(1) << bk) / LP_UNIT;
     out->in_forward = in_forward(lp, k);
     for (unsigned bk = 0; bk < LP_BATCH_BUCKETS; bk++)
-        if (variable_run(lp, k, alloc, UINT32_C(1) << bk, &out->reserved[bk], &out->needed[bk]) != 0)
+        if (variable_run(lp, k, alloc, UINT32_C(1) << bk, NULL, 0, 0, &out->reserved[bk],
+                         &out->needed[bk]) != 0)
             return -1;
     return 0;
 }

@@ -131,4 +131,18 @@ int losspath_replay(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, u
 int losspath_variable_orders(enum loss_path lp, enum lp_class k, enum alloc_conf alloc, uint32_t batch,
                               size_t steps, double reserved[LP_RUN_ORDERS], double needed[LP_RUN_ORDERS]);
 
+/* The variable-length cost of path lp in class k under allocator `alloc` on a dataset of its
+ * own: the same run as the model's (LP_RUN_STEPS steps of micro-batch `batch`, each padded
+ * to the longest of its samples, over LP_RUN_ORDERS data orders, the median order's), with
+ * each sample a row of tokens[0..n) drawn uniformly and cut to the cap seq, in place of
+ * lengths uniform up to the cap. Samples at the cap cut the largest segments early and
+ * every later step fits in them (README "The loss path and the caching allocator"). About
+ * 0.1 s: callers keep the result per (path, class, allocator, seq, micro-batch bucket).
+ * @return 0 with *reserved and *needed in bytes per vocabulary entry and token of a step of
+ *         seq tokens; -1 for a bad argument, Liger's path (no N x V tensor to replay) or a
+ *         replay that ran out of blocks. */
+int losspath_lengths_cost(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
+                          const uint32_t *tokens, size_t n, uint32_t seq, uint32_t batch,
+                          double *reserved, double *needed);
+
 #endif

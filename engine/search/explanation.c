@@ -57,10 +57,18 @@ int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
         loss_cost_of(x, &pt->cfg);
         struct mem_prepared mp;
         memmodel_prepare(p, &pt->cfg, &s->mem, &mp);
+        const unsigned bk = losspath_batch_bucket(pt->cfg.micro_batch);
         if (par->nwidths && memmodel_replay_run(p, &pt->cfg, par->widths, par->nwidths, &mp) == 0) {
-            const unsigned bk = losspath_batch_bucket(pt->cfg.micro_batch); /* the row's own run */
-            x->loss_reserved = mp.logits_res_tok[bk];
+            x->loss_reserved = mp.logits_res_tok[bk]; /* the row's own run */
             x->loss_needed = mp.logits_need_tok[bk];
+        } else if (s->lengths && losspath_data_shape(&pt->cfg) == DATA_VARIABLE &&
+                   length_costs_get(s->lengths, losspath_select(&pt->cfg, p->spec.model_type),
+                                    losspath_class(pt->cfg.precision), pt->cfg.alloc,
+                                    (uint32_t)pt->cfg.seq_len, 1u << bk, mp.logits_res_tok,
+                                    mp.logits_need_tok) == 0) {
+            x->loss_reserved = mp.logits_res_tok[bk]; /* the user's data (--lengths) */
+            x->loss_needed = mp.logits_need_tok[bk];
+            x->loss_on_lengths = true;
         }
         x->side_pool = mp.side_pool;
         x->side_pool_stream = train_fsdp1(&pt->cfg) ? "FSDP1's pre-unshard stream"

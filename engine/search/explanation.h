@@ -52,6 +52,7 @@ struct explanation {
     bool has_loss;                  /* the loss path's cost (not for the LLMem equations) */
     char loss_path[32];
     double loss_allocated, loss_reserved, loss_needed; /* bytes per token and vocab entry */
+    bool loss_on_lengths;           /* reserved and needed replayed on --lengths data */
     uint64_t side_pool;             /* reserved by FSDP2's all-gather copy-in stream or
                                        FSDP1's pre-unshard one (in the phases' reserved;
                                        memmodel.h mem_prepared) */

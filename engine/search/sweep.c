@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 
+#include "losspath.h"
 #include "mempoint.h"
 
 int sweep_hit_cmp(const void *a, const void *b)
@@ -196,10 +197,34 @@ static bool point_fits(const struct sweep *s, const struct prepared *pr, uint64_
     return !pr->host_over && band_scale(peak, pr->fit_factor) <= s->budget;
 }
 
+/* The micro-batch buckets of the space's batch axis (bit b: losspath_batch_bucket b). */
+static unsigned space_buckets(const struct space *sp)
+{
+    unsigned m = 0;
+    for (int bi = 0; bi < sp->nbatch; bi++)
+        m |= 1u << losspath_batch_bucket(sp->batch[bi]);
+    return m;
+}
+
+/* With --lengths, the loss path's reserved and needed bytes of variable-length batches at
+ * pr's sequence length, replayed on the user's data (lengthcost.h), in the buckets asked
+ * for; packed data, and a path with nothing to replay, keep the table's. */
+static void use_lengths(const struct sweep *s, struct prepared *pr, unsigned buckets)
+{
+    const struct train_config *c = &pr->cfg;
+    if (!s->lengths || losspath_data_shape(c) != DATA_VARIABLE || c->seq_len < 1)
+        return;
+    (void)length_costs_get(s->lengths, losspath_select(c, pr->plan->spec.model_type),
+                           losspath_class(c->precision), c->alloc, (uint32_t)c->seq_len, buckets,
+                           pr->mem.logits_res_tok, pr->mem.logits_need_tok);
+}
+
 /* Moves the point loop to sequence length seq: the memory model's per-sequence terms. */
-static void at_seq(struct prepared *pr, int32_t seq)
+static void at_seq(const struct sweep *s, struct prepared *pr, int32_t seq)
 {
     pr->cfg.seq_len = seq;
+    if (s->lengths)
+        use_lengths(s, pr, space_buckets(&s->space));
     memmodel_seq(&pr->mem, seq, &pr->seq);
 }
 
@@ -269,7 +294,7 @@ static bool sweep_outer(const struct sweep *s, size_t oi, struct worker *w)
         const size_t rid = (size_t)so->recipe * (size_t)sp->nseq + (size_t)si;
         struct recipe_acc *acc = &w->rec[rid];
         struct sweep_hit *by_gpu = &w->by_gpu[rid * (size_t)sp->ngpus + (size_t)gi];
-        at_seq(&pr, sp->seq[si]);
+        at_seq(s, &pr, sp->seq[si]);
         for (int bi = 0; bi < sp->nbatch; bi++) {
             struct speed_estimate spd;
             pr.cfg.micro_batch = sp->batch[bi];
@@ -522,7 +547,7 @@ void sweep_recipe_cells(const struct sweep *s, size_t recipe, struct sweep_cell 
             continue;
         struct sweep_cell *c = &cells[(size_t)pr.cfg.method * (size_t)sp->ngpus +
                                       (size_t)space_gpu_index(sp, pr.cfg.gpus)];
-        at_seq(&pr, sp->seq[si]);
+        at_seq(s, &pr, sp->seq[si]);
         uint64_t base = ((uint64_t)oi * (uint64_t)sp->nseq + (uint64_t)si) * (uint64_t)sp->nbatch;
         for (int bi = 0; bi < sp->nbatch; bi++) {
             struct speed_estimate spd;
@@ -553,7 +578,9 @@ void sweep_eval_run(const struct sweep *s, uint32_t model, const struct train_co
     struct prepared pr;
     prepare(s, model, c, &pr);
     if (n && memmodel_replay_run(pr.plan, c, w, n, &pr.mem) == 0)
-        at_seq(&pr, c->seq_len); /* the sequence terms' bound reads the replayed reserve */
+        memmodel_seq(&pr.mem, c->seq_len, &pr.seq); /* its bound reads the replayed reserve */
+    else
+        use_lengths(s, &pr, 1u << losspath_batch_bucket(c->micro_batch));
     eval_prepared(s, &pr, model, UINT64_MAX, pt);
 }
 
@@ -564,5 +591,6 @@ void sweep_eval_point(const struct sweep *s, uint64_t index, struct sweep_point 
     const struct space_outer *o = space_decode(&s->space, index, &c);
     prepare(s, o->model, &o->cfg, &pr);
     pr.cfg = c;
+    use_lengths(s, &pr, 1u << losspath_batch_bucket(c.micro_batch));
     eval_prepared(s, &pr, o->model, index, pt);
 }

@@ -18,6 +18,7 @@
 
 #include "band.h"
 #include "gpu.h"
+#include "lengthcost.h"
 #include "memmodel.h"
 #include "plan.h"
 #include "rules.h"
@@ -77,6 +78,8 @@ struct sweep {
     struct mem_options mem;
     struct rule_book *rules;   /* NULL without --rules */
     const struct band_table *band; /* error bands (datasets/band.csv); NULL: none */
+    struct length_costs *lengths;  /* the loss path on the user's data (--lengths); NULL:
+                                      lengths uniform up to the cap (losspath.c) */
     struct space space;
 };
 

@@ -1,0 +1,52 @@
+# --lengths FILE: the loss path's cached segments replayed on the user's own sample lengths
+# (README "Variable-length batches"), and the errors of the file.
+source "$(dirname "$0")/../cli_lib.sh"
+
+Q="explain --model Qwen/Qwen-7B-Chat --finetune lora --lora-targets q+k+v --seq 2048 --gpu A100-SXM-80GB"
+# every sample longer than --seq: every step is cut to the cap, the packed steady state
+printf 'tokens,text\n9000,a\n2049,b\n12000,c\n' > "$TMP/long.csv"
+"$BIN" $Q --lengths "$TMP/long.csv" > "$TMP/long.txt"
+"$BIN" $Q --data packed > "$TMP/packed.txt"
+"$BIN" $Q > "$TMP/uniform.txt"
+[ "$(grep '^peak' "$TMP/long.txt")" = "$(grep '^peak' "$TMP/packed.txt")" ] \
+  || fail "samples all over --seq: not the packed peak: $(grep '^peak' "$TMP/long.txt")"
+grep -q '^loss path  qwen-v1: 12.00 allocated, 14.00 reserved, 12.00 held at the peak (bytes per token and vocab entry; reserved and held on the --lengths data)$' \
+  "$TMP/long.txt" || fail "loss path on the --lengths data: $(grep '^loss path' "$TMP/long.txt")"
+grep -q '^loss path  qwen-v1: 12.00 allocated, 48.92 reserved' "$TMP/uniform.txt" \
+  || fail "without --lengths: lengths uniform up to the cap"
+# samples far below --seq: a warning, and steps of --seq still counted
+printf 'tokens\n100\n300\n' > "$TMP/short.csv"
+expect_exit 0 "$BIN" $Q --lengths "$TMP/short.csv"
+expect_err "warning: --lengths: the longest sample has 300 tokens, fewer than --seq 2048"
+
+# the sweep: same bytes for any thread count
+S="--model Qwen/Qwen-7B-Chat --gpu A100-SXM-80GB --finetune lora --seq 1024,2048 --quiet"
+printf 'tokens\n' > "$TMP/mix.csv"
+for i in $(seq 1 200); do echo $(( (i * 37) % 3000 + 1 )) >> "$TMP/mix.csv"; done
+"$BIN" $S --lengths "$TMP/mix.csv" --threads 1 --out "$TMP/t1.csv"
+"$BIN" $S --lengths "$TMP/mix.csv" --threads 2 --out "$TMP/t2.csv"
+cmp -s "$TMP/t1.csv" "$TMP/t2.csv" || fail "--lengths sweep differs between 1 and 2 threads"
+"$BIN" $S --out "$TMP/t0.csv"
+cmp -s "$TMP/t0.csv" "$TMP/t1.csv" && fail "--lengths did not change the sweep"
+
+# errors: file, line and column; exit codes of DESIGN.md section 4
+printf 'tokens\n512\n0\n' > "$TMP/zero.csv"
+expect_exit 3 "$BIN" $Q --lengths "$TMP/zero.csv"
+expect_err "zero.csv:3: tokens:"
+printf 'length\n512\n' > "$TMP/nocol.csv"
+expect_exit 3 "$BIN" $Q --lengths "$TMP/nocol.csv"
+expect_err "tokens"
+printf 'tokens\n' > "$TMP/empty.csv"
+expect_exit 3 "$BIN" $Q --lengths "$TMP/empty.csv"
+expect_err "no samples"
+printf 'tokens\n12x\n' > "$TMP/text.csv"
+expect_exit 3 "$BIN" $Q --lengths "$TMP/text.csv"
+expect_err "text.csv:2: tokens:"
+expect_exit 4 "$BIN" $Q --lengths "$TMP/none.csv"
+expect_exit 2 "$BIN" $Q --lengths "$TMP/long.csv" --data packed
+expect_err "--lengths describes variable-length batches"
+expect_exit 2 "$BIN" explain --model facebook/opt-1.3b --paper --lengths "$TMP/long.csv"
+expect_exit 2 "$BIN" explain --measured "$PROJECT/datasets/measured/public-2.csv" --id SWB-10 \
+  --lengths "$TMP/long.csv"
+expect_err "--lengths"
+finish
