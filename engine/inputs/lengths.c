@@ -36,15 +36,21 @@ static int from_table(const struct csv_table *t, struct lengths *l, struct input
     return 0;
 }
 
+/* The table a reader returned rc for, taken into l and freed. */
+static int take(int rc, struct csv_table *t, struct lengths *l, struct input_error *e)
+{
+    if (rc != 0)
+        return -1;
+    rc = from_table(t, l, e);
+    csv_table_free(t);
+    return rc;
+}
+
 int lengths_read(const char *path, struct lengths *l, struct input_error *e)
 {
     struct csv_table t;
     memset(l, 0, sizeof *l);
-    if (csv_table_read(path, &t, e) != 0)
-        return -1;
-    const int rc = from_table(&t, l, e);
-    csv_table_free(&t);
-    return rc;
+    return take(csv_table_read(path, &t, e), &t, l, e);
 }
 
 int lengths_parse(const char *buf, size_t len, const char *name, struct lengths *l,
@@ -52,11 +58,7 @@ int lengths_parse(const char *buf, size_t len, const char *name, struct lengths 
 {
     struct csv_table t;
     memset(l, 0, sizeof *l);
-    if (csv_table_parse(buf, len, name, &t, e) != 0)
-        return -1;
-    const int rc = from_table(&t, l, e);
-    csv_table_free(&t);
-    return rc;
+    return take(csv_table_parse(buf, len, name, &t, e), &t, l, e);
 }
 
 void lengths_free(struct lengths *l)

@@ -30,18 +30,16 @@ cmp -s "$TMP/t1.csv" "$TMP/t2.csv" || fail "--lengths sweep differs between 1 an
 cmp -s "$TMP/t0.csv" "$TMP/t1.csv" && fail "--lengths did not change the sweep"
 
 # errors: file, line and column; exit codes of DESIGN.md section 4
-printf 'tokens\n512\n0\n' > "$TMP/zero.csv"
-expect_exit 3 "$BIN" $Q --lengths "$TMP/zero.csv"
-expect_err "zero.csv:3: tokens:"
-printf 'length\n512\n' > "$TMP/nocol.csv"
-expect_exit 3 "$BIN" $Q --lengths "$TMP/nocol.csv"
-expect_err "tokens"
-printf 'tokens\n' > "$TMP/empty.csv"
-expect_exit 3 "$BIN" $Q --lengths "$TMP/empty.csv"
-expect_err "no samples"
-printf 'tokens\n12x\n' > "$TMP/text.csv"
-expect_exit 3 "$BIN" $Q --lengths "$TMP/text.csv"
-expect_err "text.csv:2: tokens:"
+while IFS='|' read -r name body want; do
+  printf "$body" > "$TMP/$name.csv"
+  expect_exit 3 "$BIN" $Q --lengths "$TMP/$name.csv"
+  expect_err "$want"
+done <<'CASES'
+zero|tokens\n512\n0\n|zero.csv:3: tokens: 0 is out of range
+nocol|length\n512\n|nocol.csv:1: tokens: missing column
+empty|tokens\n|empty.csv:1: tokens: no samples
+text|tokens\n12x\n|text.csv:2: tokens:
+CASES
 expect_exit 4 "$BIN" $Q --lengths "$TMP/none.csv"
 expect_exit 2 "$BIN" $Q --lengths "$TMP/long.csv" --data packed
 expect_err "--lengths describes variable-length batches"
