@@ -61,11 +61,7 @@ int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
         if (par->nwidths && memmodel_replay_run(p, &pt->cfg, par->widths, par->nwidths, &mp) == 0) {
             x->loss_reserved = mp.logits_res_tok[bk]; /* the row's own run */
             x->loss_needed = mp.logits_need_tok[bk];
-        } else if (s->lengths && losspath_data_shape(&pt->cfg) == DATA_VARIABLE &&
-                   length_costs_get(s->lengths, losspath_select(&pt->cfg, p->spec.model_type),
-                                    losspath_class(pt->cfg.precision), pt->cfg.alloc,
-                                    (uint32_t)pt->cfg.seq_len, 1u << bk, mp.logits_res_tok,
-                                    mp.logits_need_tok) == 0) {
+        } else if (sweep_use_lengths(s, p, &pt->cfg, 1u << bk, &mp) == 0) {
             x->loss_reserved = mp.logits_res_tok[bk]; /* the user's data (--lengths) */
             x->loss_needed = mp.logits_need_tok[bk];
             x->loss_on_lengths = true;

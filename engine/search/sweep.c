@@ -206,17 +206,14 @@ static unsigned space_buckets(const struct space *sp)
     return m;
 }
 
-/* With --lengths, the loss path's reserved and needed bytes of variable-length batches at
- * pr's sequence length, replayed on the user's data (lengthcost.h), in the buckets asked
- * for; packed data, and a path with nothing to replay, keep the table's. */
-static void use_lengths(const struct sweep *s, struct prepared *pr, unsigned buckets)
+int sweep_use_lengths(const struct sweep *s, const struct model_plan *p, const struct train_config *c,
+                      unsigned buckets, struct mem_prepared *mp)
 {
-    const struct train_config *c = &pr->cfg;
     if (!s->lengths || losspath_data_shape(c) != DATA_VARIABLE || c->seq_len < 1)
-        return;
-    (void)length_costs_get(s->lengths, losspath_select(c, pr->plan->spec.model_type),
-                           losspath_class(c->precision), c->alloc, (uint32_t)c->seq_len, buckets,
-                           pr->mem.logits_res_tok, pr->mem.logits_need_tok);
+        return -1;
+    return length_costs_get(s->lengths, losspath_select(c, p->spec.model_type),
+                            losspath_class(c->precision), c->alloc, (uint32_t)c->seq_len, buckets,
+                            mp->logits_res_tok, mp->logits_need_tok);
 }
 
 /* Moves the point loop to sequence length seq: the memory model's per-sequence terms. */
@@ -224,7 +221,7 @@ static void at_seq(const struct sweep *s, struct prepared *pr, int32_t seq)
 {
     pr->cfg.seq_len = seq;
     if (s->lengths)
-        use_lengths(s, pr, space_buckets(&s->space));
+        (void)sweep_use_lengths(s, pr->plan, &pr->cfg, space_buckets(&s->space), &pr->mem);
     memmodel_seq(&pr->mem, seq, &pr->seq);
 }
 
@@ -580,7 +577,7 @@ void sweep_eval_run(const struct sweep *s, uint32_t model, const struct train_co
     if (n && memmodel_replay_run(pr.plan, c, w, n, &pr.mem) == 0)
         memmodel_seq(&pr.mem, c->seq_len, &pr.seq); /* its bound reads the replayed reserve */
     else
-        use_lengths(s, &pr, 1u << losspath_batch_bucket(c->micro_batch));
+        (void)sweep_use_lengths(s, pr.plan, c, 1u << losspath_batch_bucket(c->micro_batch), &pr.mem);
     eval_prepared(s, &pr, model, UINT64_MAX, pt);
 }
 
@@ -591,6 +588,6 @@ void sweep_eval_point(const struct sweep *s, uint64_t index, struct sweep_point 
     const struct space_outer *o = space_decode(&s->space, index, &c);
     prepare(s, o->model, &o->cfg, &pr);
     pr.cfg = c;
-    use_lengths(s, &pr, 1u << losspath_batch_bucket(c.micro_batch));
+    (void)sweep_use_lengths(s, pr.plan, &c, 1u << losspath_batch_bucket(c.micro_batch), &pr.mem);
     eval_prepared(s, &pr, o->model, index, pt);
 }

@@ -148,6 +148,14 @@ void sweep_eval_config(const struct sweep *s, uint32_t model, const struct train
 void sweep_eval_run(const struct sweep *s, uint32_t model, const struct train_config *c,
                     const uint32_t *w, size_t n, struct sweep_point *pt);
 
+/* With --lengths (s->lengths), the loss path's reserved and needed bytes of configuration c's
+ * variable-length batches at its sequence length, replayed on the user's data
+ * (lengthcost.h), into mp's micro-batch buckets of `buckets` (bit b: bucket b).
+ * @return 0 when they were set; -1 without --lengths, for packed data, or for a path with
+ *         nothing to replay: mp keeps the compiled-in table's values. */
+int sweep_use_lengths(const struct sweep *s, const struct model_plan *p, const struct train_config *c,
+                      unsigned buckets, struct mem_prepared *mp);
+
 /* Every point of recipe `recipe` evaluated (no pruning), folded per (method, GPU count):
  * cells[method * space.ngpus + GPU index]; cells must hold METHOD_COUNT x ngpus. For one
  * recipe at a time (the reports' method comparison), not for the whole space. */
