@@ -166,6 +166,14 @@ static void print_mode_args(FILE *f, const struct report_inputs *opt)
         fputs(" --rules ", f);
         print_shell_word(f, opt->rules);
     }
+    if (opt->axes.data != DATA_VARIABLE)
+        fprintf(f, " --data %s", data_shape_name(opt->axes.data));
+    if (opt->axes.alloc != ALLOC_DEFAULT)
+        fprintf(f, " --alloc-conf %s", alloc_conf_name(opt->axes.alloc));
+    if (opt->lengths) {
+        fputs(" --lengths ", f);
+        print_shell_word(f, opt->lengths);
+    }
     fprintf(f, " --top %ld", opt->top);
     if (opt->all)
         fputs(" --all", f);

@@ -857,6 +857,7 @@ void options_report_inputs(const struct options *o, struct report_inputs *in)
     in->shard_k = o->shard_k;
     in->shard_n = o->shard_n;
     in->rules = o->rules;
+    in->lengths = o->lengths;
     in->margin_pct = o->margin_pct;
     in->objective = (enum objective)o->objective;
     in->tokens = o->tokens;

@@ -47,6 +47,7 @@ struct report_inputs {
     bool all, no_prune, paper, llmem_rank, stamp;
     int shard_k, shard_n;
     const char *rules;
+    const char *lengths;             /* --lengths FILE, or NULL */
     double margin_pct;               /* < 0: auto */
     int objective;                   /* enum objective */
     double tokens;
@@ -176,6 +177,7 @@ struct report_meta {
     char rank_mode[16];
     bool paper;
     const char *rules;           /* path or NULL */
+    const char *lengths;         /* --lengths path or NULL */
     const struct report_inputs *in; /* the question as asked; NULL for merged shards */
     const char *command;         /* the command line, NULL when not known */
     bool has_counts;

@@ -28,6 +28,18 @@ for i in $(seq 1 200); do echo $(( (i * 37) % 3000 + 1 )) >> "$TMP/mix.csv"; don
 cmp -s "$TMP/t1.csv" "$TMP/t2.csv" || fail "--lengths sweep differs between 1 and 2 threads"
 "$BIN" $S --out "$TMP/t0.csv"
 cmp -s "$TMP/t0.csv" "$TMP/t1.csv" && fail "--lengths did not change the sweep"
+# the reports say which data the answer assumed: JSON inputs, and the HTML's command
+"$BIN" $S --lengths "$TMP/mix.csv" --data variable --alloc-conf expandable --out "$TMP/r.json" --out "$TMP/r.html"
+python3 - "$TMP/r.json" "$TMP/mix.csv" <<'PY' || fail "JSON inputs: data, alloc_conf, lengths"
+import json, sys
+m = json.load(open(sys.argv[1]))["inputs"]
+sys.exit(0 if (m["data"], m["alloc_conf"], m["lengths"]) == ("variable", "expandable", sys.argv[2]) else 1)
+PY
+grep -q -- "--alloc-conf expandable --lengths $TMP/mix.csv" "$TMP/r.html" || fail "the HTML command lacks --lengths"
+"$BIN" $S --data packed --out "$TMP/p.json" --out "$TMP/p.html"
+grep -q -- "--data packed" "$TMP/p.html" || fail "the HTML command lacks --data packed"
+python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["inputs"]; sys.exit(0 if m["data"] == "packed" and m["lengths"] is None else 1)' \
+  "$TMP/p.json" || fail "JSON inputs of a packed sweep"
 
 # errors: file, line and column; exit codes of DESIGN.md section 4
 while IFS='|' read -r name body want; do
