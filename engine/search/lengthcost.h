@@ -7,7 +7,7 @@
  * so each (path, class, allocator, seq, bucket) is replayed once, when a point first needs
  * it, and kept for the sweep's other points: never per point. The values are pure
  * functions of that key, so the sweep's output does not depend on which thread asked
- * first. Thread-safe. */
+ * first. Thread-safe; threads replay different keys at the same time. */
 #ifndef LLMEM_LENGTHCOST_H
 #define LLMEM_LENGTHCOST_H
 
@@ -24,11 +24,12 @@ struct length_costs {
     size_t n;
     uint32_t longest;
     mtx_t lock;
+    cnd_t replayed;         /* an entry was replayed */
     struct length_cost_entry *e;
     size_t ne, cap;
 };
 
-/* @return 0, or -1 when the lock cannot be made. */
+/* @return 0, or -1 when the lock or its condition cannot be made. */
 int length_costs_init(struct length_costs *lc, const uint32_t *tokens, size_t n, uint32_t longest);
 void length_costs_free(struct length_costs *lc);
 
