@@ -152,6 +152,11 @@ static void text_verdict(const struct explanation *x, FILE *f)
     else
         fprintf(f, "\npeak       %.3f GiB device (%.3f reserved, %.3f allocated) at %s", units_gib(pt->peak),
                 units_gib(e->reserved), units_gib(e->allocated), mem_phase_name(e->peak_phase));
+    /* device below reserved reads as a contradiction unless said (memmodel.h mem_estimate) */
+    if (!x->rule[0] && e->shown > e->device)
+        fprintf(f, "\ncache      %.3f GiB of the reserved are segments wholly free when memory runs "
+                   "short: the allocator releases them and retries before it fails, so device leaves "
+                   "them out", units_gib(e->shown - e->device));
     text_measured(&x->measured, f);
     text_band(x, f);
     if (x->has_loss)
