@@ -14,6 +14,11 @@ grep -q '^loss path  qwen-v1: 12.00 allocated, 14.00 reserved, 12.00 held at the
   "$TMP/long.txt" || fail "loss path on the --lengths data: $(grep '^loss path' "$TMP/long.txt")"
 grep -q '^loss path  qwen-v1: 12.00 allocated, 48.92 reserved' "$TMP/uniform.txt" \
   || fail "without --lengths: lengths uniform up to the cap"
+# explain says why device sits below reserved: the cached segments wholly free when memory
+# runs short; device + them is what nvidia-smi shows (reserved + the context, under 1 GiB)
+awk '/^peak/ { d = $2; r = substr($5, 2) } /^cache/ { c = $2 }
+  END { exit !(c > 0 && d + c >= r && d + c - r < 1) }' "$TMP/uniform.txt" \
+  || fail "explain's cache line: $(grep -E '^(peak|cache)' "$TMP/uniform.txt")"
 # samples far below --seq: a warning, and steps of --seq still counted
 printf 'tokens\n100\n300\n' > "$TMP/short.csv"
 expect_exit 0 "$BIN" $Q --lengths "$TMP/short.csv"
