@@ -421,6 +421,42 @@ int sweep_threads(const struct sweep *s)
 #endif
 }
 
+/* With --lengths: the (path, class, allocator) keys that the shard's configurations of
+ * variable-length data ask for, at every sequence length and micro-batch bucket of the
+ * space, replayed in parallel before the point loop (lengthcost.h), which then only reads
+ * them: threads asking for one key at once would otherwise wait for each other. */
+static void prefetch_lengths(const struct sweep *s, size_t shard_k, size_t shard_n, int nthreads)
+{
+    enum { MAXK = LOSS_COUNT * LP_CLASS_COUNT * ALLOC_COUNT };
+    const struct space *sp = &s->space;
+    int key[MAXK], nk = 0;
+    bool seen[MAXK] = {false};
+    for (size_t g = shard_k; g < sp->ngroups; g += shard_n)
+        for (size_t oi = sp->group[g]; oi < group_end(sp, g); oi++) {
+            const struct train_config *c = &sp->outer[oi].cfg;
+            if (losspath_data_shape(c) != DATA_VARIABLE)
+                continue;
+            const int id = ((int)losspath_select(c, s->models[sp->outer[oi].model].spec.model_type) *
+                            LP_CLASS_COUNT + (int)losspath_class(c->precision)) * ALLOC_COUNT + (int)c->alloc;
+            if (!seen[id])
+                seen[id] = true, key[nk++] = id;
+        }
+    const unsigned buckets = space_buckets(sp);
+    const long ntasks = (long)nk * sp->nseq * LP_BATCH_BUCKETS;
+#pragma omp parallel for num_threads(nthreads) schedule(dynamic, 1)
+    for (long t = 0; t < ntasks; t++) {
+        const int id = key[t / ((long)sp->nseq * LP_BATCH_BUCKETS)];
+        const int si = (int)(t / LP_BATCH_BUCKETS % sp->nseq);
+        const unsigned b = (unsigned)(t % LP_BATCH_BUCKETS);
+        double res[LP_BATCH_BUCKETS], need[LP_BATCH_BUCKETS];
+        if (buckets & (1u << b))
+            (void)length_costs_get(s->lengths, (enum loss_path)(id / (LP_CLASS_COUNT * ALLOC_COUNT)),
+                                   (enum lp_class)(id / ALLOC_COUNT % LP_CLASS_COUNT),
+                                   (enum alloc_conf)(id % ALLOC_COUNT), (uint32_t)sp->seq[si], 1u << b,
+                                   res, need);
+    }
+}
+
 int sweep_run(const struct sweep *s, struct sweep_result *r)
 {
     const struct sweep_params *o = &s->par;
@@ -456,6 +492,8 @@ int sweep_run(const struct sweep *s, struct sweep_result *r)
     }
     const long nslices = failed || shard_k >= sp->ngroups ? 0
                        : (long)((sp->ngroups - shard_k + shard_n - 1) / shard_n);
+    if (s->lengths && !failed)
+        prefetch_lengths(s, shard_k, shard_n, nthreads);
 
 #pragma omp parallel for num_threads(nthreads) schedule(dynamic, 8)
     for (long k = 0; k < nslices; k++) {
