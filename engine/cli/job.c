@@ -112,16 +112,18 @@ static int load_band(struct job *j, const char *dir)
 
 /* --lengths FILE: the dataset's sample lengths, for the variable-length replay of the loss
  * path (lengthcost.h). They describe variable-length batches, which --data packed and
- * LLMem's equations (--paper) do not have. */
+ * LLMem's equations (--paper, --stack colossal) do not have. */
 static int load_lengths(struct job *j)
 {
     const struct options *o = &j->opt;
     struct input_error e;
     if (!o->lengths)
         return 0;
-    if (o->paper || o->axes.data != DATA_VARIABLE)
+    if (o->paper || o->axes.stack == STACK_COLOSSAL || o->axes.data != DATA_VARIABLE)
         return usage_error(NULL, "--lengths describes variable-length batches: it cannot go with %s",
-                           o->paper ? "--paper" : "--data packed");
+                           o->paper                        ? "--paper"
+                           : o->axes.stack == STACK_COLOSSAL ? "--stack colossal (LLMem's equations)"
+                                                             : "--data packed");
     if (lengths_read(o->lengths, &j->lengths, &e) != 0) {
         input_error_print(&e);
         return e.code;

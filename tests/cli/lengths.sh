@@ -61,6 +61,8 @@ expect_exit 4 "$BIN" $Q --lengths "$TMP/none.csv"
 expect_exit 2 "$BIN" $Q --lengths "$TMP/long.csv" --data packed
 expect_err "--lengths describes variable-length batches"
 expect_exit 2 "$BIN" explain --model facebook/opt-1.3b --paper --lengths "$TMP/long.csv"
+expect_exit 2 "$BIN" explain --model facebook/opt-1.3b --stack colossal --lengths "$TMP/long.csv"
+expect_err "--stack colossal"
 expect_exit 2 "$BIN" explain --measured "$PROJECT/datasets/measured/public-2.csv" --id SWB-10 \
   --lengths "$TMP/long.csv"
 expect_err "--lengths"
