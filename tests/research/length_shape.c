@@ -4,8 +4,8 @@
  *
  * The model draws sample lengths uniformly from 1 .. cap (engine/model/losspath.c). The SWB
  * rows trained on cls-fudan-news-zh, whose Qwen-tokenizer lengths the ms-swift benchmark
- * gives as mean 3234, standard deviation 2547 (min 91). This replays Qwen v1's loss path
- * (mixed precision, micro-batch 1, default allocator) over LP_RUN_ORDERS orders of 1000
+ * gives as mean 3234, standard deviation 2547 (min 91). This replays Qwen v1's loss path and
+ * HF's (mixed precision, micro-batch 1, default allocator) over LP_RUN_ORDERS orders of 1000
  * drawn samples, each step padded to its sample, for three length models:
  *   uniform   lengths uniform on 1 .. cap (the model's assumption);
  *   drop      lognormal with that mean and deviation, samples above the cap dropped
@@ -66,26 +66,29 @@ static int cmp_double(const void *a, const void *b)
 int main(void)
 {
     static const char *const names[] = {"uniform", "drop", "truncate"};
+    static const enum loss_path paths[] = {LOSS_QWEN1, LOSS_HF};
     static const double caps[] = {512, 1024, 2048, 4096, 8192};
     static uint32_t len[SAMPLES];
     double r[LP_RUN_ORDERS], need[LP_RUN_ORDERS];
-    printf("lengths     cap  steps   p10  median   p90  needed  (Qwen v1, bytes per token and vocab entry)\n");
-    for (int sh = UNIFORM; sh <= TRUNCATE; sh++)
-        for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
-            size_t steps = 0;
-            for (unsigned o = 0; o < LP_RUN_ORDERS; o++) {
-                const size_t n = draw_run((enum shape)sh, caps[c], o + 1, len);
-                steps += n;
-                if (losspath_replay(LOSS_QWEN1, LP_MIXED, ALLOC_DEFAULT, 1, len, n, &r[o], &need[o])) {
-                    fprintf(stderr, "length_shape: replay failed\n");
-                    return 1;
+    printf("path     lengths     cap  steps   p10  median   p90  needed  (bytes per token and vocab entry)\n");
+    for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++)
+        for (int sh = UNIFORM; sh <= TRUNCATE; sh++)
+            for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+                size_t steps = 0;
+                for (unsigned o = 0; o < LP_RUN_ORDERS; o++) {
+                    const size_t n = draw_run((enum shape)sh, caps[c], o + 1, len);
+                    steps += n;
+                    if (losspath_replay(paths[p], LP_MIXED, ALLOC_DEFAULT, 1, len, n, &r[o], &need[o])) {
+                        fprintf(stderr, "length_shape: replay failed\n");
+                        return 1;
+                    }
                 }
+                qsort(r, LP_RUN_ORDERS, sizeof r[0], cmp_double);
+                qsort(need, LP_RUN_ORDERS, sizeof need[0], cmp_double);
+                const size_t o = LP_RUN_ORDERS;
+                printf("%-8s %-8s %6.0f %6zu %5.1f %7.1f %5.1f %7.1f\n", loss_path_name(paths[p]), names[sh],
+                       caps[c], steps / o, r[o / 10], (r[o / 2 - 1] + r[o / 2]) / 2.0, r[o * 9 / 10],
+                       (need[o / 2 - 1] + need[o / 2]) / 2.0);
             }
-            qsort(r, LP_RUN_ORDERS, sizeof r[0], cmp_double);
-            qsort(need, LP_RUN_ORDERS, sizeof need[0], cmp_double);
-            const size_t o = LP_RUN_ORDERS;
-            printf("%-8s %6.0f %6zu %5.1f %7.1f %5.1f %7.1f\n", names[sh], caps[c], steps / o, r[o / 10],
-                   (r[o / 2 - 1] + r[o / 2]) / 2.0, r[o * 9 / 10], (need[o / 2 - 1] + need[o / 2]) / 2.0);
-        }
     return 0;
 }
