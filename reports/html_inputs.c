@@ -184,7 +184,7 @@ static void print_mode_args(FILE *f, const struct report_inputs *opt)
 }
 
 /* The command line that asks the same question (axes after defaults, so it is explicit;
- * output paths, --data and --threads are left out: they do not change the answer). */
+ * output paths, --catalog and --threads are left out: they do not change the answer). */
 static void write_command(struct html_out *o)
 {
     FILE *f = o->f;
@@ -269,7 +269,19 @@ static void write_axes_input(FILE *f, const struct report_inputs *opt)
     print_ckpts(f, opt, ", ");
     fputs("; ", f);
     print_names(f, opt->axes.optimizers, opt->axes.noptimizers, name_optimizer, ", ");
-    fputs("</dd>\n", f);
+    fputs("</dd>\n<dt>Data</dt><dd>", f);
+    if (opt->axes.data == DATA_PACKED) {
+        fputs("packed batches: every step as long as its sequence length", f);
+    } else if (opt->lengths) {
+        fputs("variable-length batches, each padded to its longest sample; samples drawn from <code>", f);
+        html_text(f, opt->lengths);
+        fputs("</code>, cut to the sequence length", f);
+    } else {
+        fputs("variable-length batches, each padded to its longest sample; lengths uniform up to the "
+              "sequence length", f);
+    }
+    fprintf(f, "; caching allocator %s</dd>\n",
+            opt->axes.alloc == ALLOC_EXPANDABLE ? "with expandable segments" : "default");
 }
 
 static void write_rules_input(struct html_out *o)

@@ -41,8 +41,11 @@ m = json.load(open(sys.argv[1]))["inputs"]
 sys.exit(0 if (m["data"], m["alloc_conf"], m["lengths"]) == ("variable", "expandable", sys.argv[2]) else 1)
 PY
 grep -q -- "--alloc-conf expandable --lengths $TMP/mix.csv" "$TMP/r.html" || fail "the HTML command lacks --lengths"
+grep -q "<dt>Data</dt><dd>variable-length batches, each padded to its longest sample; samples drawn from <code>$TMP/mix.csv</code>, cut to the sequence length; caching allocator with expandable segments</dd>" \
+  "$TMP/r.html" || fail "the HTML's Data entry"
 "$BIN" $S --data packed --out "$TMP/p.json" --out "$TMP/p.html"
 grep -q -- "--data packed" "$TMP/p.html" || fail "the HTML command lacks --data packed"
+grep -q "<dt>Data</dt><dd>packed batches" "$TMP/p.html" || fail "the HTML's Data entry of a packed sweep"
 python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["inputs"]; sys.exit(0 if m["data"] == "packed" and m["lengths"] is None else 1)' \
   "$TMP/p.json" || fail "JSON inputs of a packed sweep"
 
