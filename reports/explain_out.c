@@ -348,6 +348,14 @@ int explain_write_json(const struct explanation *x, FILE *f)
         json_object_set_new(root, "paged_moved_bytes", json_integer((json_int_t)e->paged_moved));
         json_object_set_new(root, "paged_largest_bytes", json_integer((json_int_t)x->paged_one));
     }
+    /* what nvidia-smi shows with memory to spare: reserved and what lies outside the allocator
+     * (text: the cache line is shown_bytes - device_bytes) */
+    json_object_set_new(root, "shown_bytes", json_integer((json_int_t)e->shown));
+    if (x->has_loss) /* bytes per token and vocabulary entry (README "The loss path") */
+        json_object_set_new(root, "loss_path",
+                            json_pack("{sssfsfsfsb}", "name", x->loss_path, "allocated", x->loss_allocated,
+                                      "reserved", x->loss_reserved, "held", x->loss_needed,
+                                      "on_lengths", x->loss_on_lengths));
     json_object_set_new(root, "band", band_json(x));
     if (x->measured.has)
         json_object_set_new(root, "measured", measured_json(&x->measured));

@@ -14,6 +14,13 @@ grep -q '^loss path  qwen-v1: 12.00 allocated, 14.00 reserved, 12.00 held at the
   "$TMP/long.txt" || fail "loss path on the --lengths data: $(grep '^loss path' "$TMP/long.txt")"
 grep -q '^loss path  qwen-v1: 12.00 allocated, 48.92 reserved' "$TMP/uniform.txt" \
   || fail "without --lengths: lengths uniform up to the cap"
+"$BIN" $Q --lengths "$TMP/long.csv" --format json > "$TMP/long.json"
+python3 - "$TMP/long.json" <<'PY' || fail "explain JSON: loss_path on the --lengths data, shown_bytes"
+import json, sys
+j = json.load(open(sys.argv[1])); lp = j["loss_path"]
+ok = (lp["name"], lp["reserved"], lp["held"], lp["on_lengths"]) == ("qwen-v1", 14.0, 12.0, True)
+sys.exit(0 if ok and j["shown_bytes"] >= j["reserved_bytes"] else 1)
+PY
 # explain says why device sits below reserved: the cached segments wholly free when memory
 # runs short; device + them is what nvidia-smi shows (reserved + the context, under 1 GiB)
 awk '/^peak/ { d = $2; r = substr($5, 2) } /^cache/ { c = $2 }
