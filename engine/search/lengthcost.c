@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "grow.h"
+
 struct length_cost_entry {
     enum loss_path lp;
     enum lp_class k;
@@ -54,13 +56,10 @@ static long entry(struct length_costs *lc, enum loss_path lp, enum lp_class k, e
             return (long)i;
         }
     }
-    if (lc->ne == lc->cap) {
-        const size_t cap = lc->cap ? 2 * lc->cap : 16;
-        struct length_cost_entry *e = realloc(lc->e, cap * sizeof *e);
-        if (!e)
-            return -1;
-        lc->e = e, lc->cap = cap;
-    }
+    struct length_cost_entry *e = grow_array(lc->e, &lc->cap, lc->ne, sizeof *e, 16);
+    if (!e)
+        return -1;
+    lc->e = e;
     const size_t i = lc->ne++;
     lc->e[i] = (struct length_cost_entry){.lp = lp, .k = k, .a = a, .seq = seq, .bucket = bucket};
     double res = 0.0, need = 0.0;
