@@ -98,7 +98,7 @@ void losspath_cost(enum loss_path lp, enum lp_class k, enum data_shape data, enu
                    struct loss_cost *out);
 
 /* The variable-length cost of path lp in class k under allocator `alloc`, replayed now (a
- * run of 1000 steps over 128 data orders per micro-batch bucket: about a second);
+ * run of 1000 steps over 128 data orders per micro-batch bucket: under half a second);
  * losspath_cost reads the same numbers from a table built with it at compile time.
  * @return 0, or -1 for a bad argument or a replay that ran out of blocks. */
 int losspath_variable_cost(enum loss_path lp, enum lp_class k, enum alloc_conf alloc,
