@@ -317,7 +317,9 @@ GPU_FSDP1_SEGMENTS = [
 # a residue would stand out most, without cpu-init (the gate: a path measured before) and
 # with it; twins of gpu-fsdp1-07 and -12 with it. Then bf16 adapters on one GPU without
 # checkpointing (the replay's lora16 on its own) and gpu-fsdp1-09 under peft's wrap policy
-# (the mixed-units term from the other side).
+# (the mixed-units term from the other side). Last, TTM-05's layout (torchtune 0217d44c's
+# full_finetune_distributed builds the model on the CPU and lets FSDP move it: cpu-init) on
+# this stack: gpu-fsdp1-segments-01 ran it with the cache emptied after the wrap.
 GPU_RESIDUE = [
     c(L1B, "bf16", mb=1, seq=256, method="fsdp1", gpus=4),
     c(L1B, "bf16", mb=1, seq=256, method="fsdp1", gpus=4, features=["cpu-init"]),
@@ -325,6 +327,7 @@ GPU_RESIDUE = [
     c(L1B, "bf16", "lora", mb=4, seq=1024, method="fsdp1", gpus=2, features=["cpu-init"]),
     c(Q15, "bf16-pure", "lora", mb=4, seq=1024),
     c(L2_7B, "bf16-pure", "lora", r=8, targets="q+v", mb=4, seq=2048, method="fsdp1", gpus=2),
+    c(L2_7B, "bf16-pure", mb=4, seq=2048, ckpt="on", method="fsdp1", gpus=4, features=["cpu-init"]),
 ]
 
 GRIDS = {
