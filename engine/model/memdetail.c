@@ -278,6 +278,7 @@ static void stage_note(const struct train_config *c, char *count, size_t n)
 struct trained {
     char name[40], shape[64], count[48];
     double elems; /* on one GPU */
+    bool root;    /* outside the blocks: FSDP's root unit */
 };
 
 static size_t adapters(const struct model_plan *p, const struct train_config *c, const struct mem_resident *r,
@@ -301,6 +302,7 @@ static size_t adapters(const struct model_plan *p, const struct train_config *c,
         if (c->lora_targets & TARGET_BIT(role))
             io -= (double)p->lora_io_expert[role] * ep_keep;
         struct trained *a = &out[n++];
+        a->root = false;
         a->elems = io * (double)c->lora_r / (double)c->tp;
         snprintf(a->name, sizeof a->name, "lora_A + lora_B on %s", tensor_role_name((enum tensor_role)role));
         snprintf(a->shape, sizeof a->shape, "%d x %" PRId64 " + %" PRId64 " x %d", c->lora_r, t->cols, t->rows,
@@ -324,6 +326,7 @@ static size_t trained_list(const struct model_plan *p, const struct train_config
         group_label(&g[k], out[k].name, sizeof out[k].name, out[k].shape, sizeof out[k].shape, out[k].count,
                     sizeof out[k].count);
         out[k].elems = group_elems(&g[k], c, r);
+        out[k].root = g[k].layers == 0;
     }
     const struct model_spec *m = &p->spec;
     if (m->tied && (c->features & FEAT_UNTIED_HEAD) && ng < GROUPS_MAX) { /* trained too */
@@ -332,20 +335,27 @@ static size_t trained_list(const struct model_plan *p, const struct train_config
         snprintf(out[ng].shape, sizeof out[ng].shape, "%" PRId64 " x %" PRId64, m->vocab, e);
         snprintf(out[ng].count, sizeof out[ng].count, "1");
         out[ng].elems = (double)(m->vocab * e) / (double)c->tp;
+        out[ng].root = true;
         return ng + 1;
     }
     return ng;
 }
 
 /* A trained part (gradients, states, step temporaries): its bytes split over the trained
- * tensors by their share of the trained elements. */
+ * tensors by their share of the trained elements; without the root unit's tensors where
+ * their part does not exist yet (no_root). */
 static void trained_rows(struct build *b, enum mem_term term, const struct trained *t, size_t nt,
-                         double all, uint64_t total, const char *suffix, const char *dtype, const char *src)
+                         double all, uint64_t total, bool no_root, const char *suffix, const char *dtype,
+                         const char *src)
 {
+    for (size_t k = 0; no_root && k < nt; k++)
+        all -= t[k].root ? t[k].elems : 0.0;
     if (!total || all <= 0)
         return;
     const size_t from = b->d->n;
     for (size_t k = 0; k < nt; k++) {
+        if (no_root && t[k].root)
+            continue;
         char name[64];
         snprintf(name, sizeof name, "%s %s", t[k].name, suffix);
         struct mem_detail_row *r = add_row(b, term, name, dtype, src);
@@ -462,6 +472,7 @@ struct fixed {
     uint64_t grads, head_grad; /* head_grad: only the lm_head's gradient exists */
     uint64_t grads_frozen;     /* the frozen weights' part of grads (resident.c mixed_unit_grads) */
     bool grads_whole;          /* FSDP no_sync: the whole model's gradients */
+    bool grads_no_root;        /* FSDP1's backward: the root unit's shard is not made yet */
     uint64_t opt, tmp;
     uint64_t root_hold, root_end; /* FSDP1's root gradient (resident.c root_grads) */
     uint64_t amp, amp_one_block, dequant, dequant_head, amp_head;
@@ -516,8 +527,9 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
         }
         break;
     case PHASE_BWD_FIRST:
-    case PHASE_BWD_END:
-        f->grads = acc > r->g ? acc : r->g;
+    case PHASE_BWD_END: /* memmodel.c fixed_phases bwd_grad */
+        f->grads = acc ? (acc > r->g ? acc : r->g) : r->g - r->root_shard;
+        f->grads_no_root = !acc && r->root_shard;
         f->grads_whole = f->grads_whole && acc > r->g;
         f->root_hold = ph == PHASE_BWD_FIRST ? r->root_hold : 0;
         f->root_end = ph == PHASE_BWD_END ? r->root_end : 0;
@@ -572,9 +584,9 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
                   f->tmp, SRC_OPT_IN_BWD);
     } else {
         trained_rows(b, TERM_GRADS, x->t, x->nt, x->trained_elems, f->grads - f->grads_frozen,
-                     f->grads_whole ? "gradient (whole, no_sync)" : "gradient", "-",
+                     f->grads_no_root, f->grads_whole ? "gradient (whole, no_sync)" : "gradient", "-",
                      f->grads_whole ? SRC_ACC_GRAD : SRC_GRAD);
-        trained_rows(b, TERM_OPTIMIZER, x->t, x->nt, x->trained_elems, f->tmp, "step temporaries", "-",
+        trained_rows(b, TERM_OPTIMIZER, x->t, x->nt, x->trained_elems, f->tmp, false, "step temporaries", "-",
                      SRC_STEP_TMP);
     }
     r = row_bytes(b, TERM_GRADS, "lm_head weight gradient", dtype_of(memmodel_trained_bytes(c), c->precision),
@@ -590,7 +602,7 @@ static void resident_rows(struct build *b, const struct ctx *x, const struct fix
     if (c->features & FEAT_PAGED_OPT) /* which tensors: resident.c bnb_paged_states */
         row_bytes(b, TERM_OPTIMIZER, "states of the parameters under 1e5 elements", "-", f->opt, SRC_PAGED);
     else
-        trained_rows(b, TERM_OPTIMIZER, x->t, x->nt, x->trained_elems, f->opt,
+        trained_rows(b, TERM_OPTIMIZER, x->t, x->nt, x->trained_elems, f->opt, false,
                      x->r.ds ? "fp32 master + states" : "optimizer states", "-", SRC_STATE);
     if (c->precision == PREC_FP8) { /* resident.c fp8_weight_copies */
         const bool autocast = !train_fsdp_half_gather(c); /* + its bf16 lm_head copy */

@@ -29,6 +29,7 @@ struct resident {
     uint64_t root_hold;       /* FSDP1: the lm_head's gradient piece, held through backward */
     uint64_t root_end;        /* FSDP1: the root's gradient pieces + their concatenation */
     uint64_t root_gather;     /* the gathered root unit (embedding, lm_head, final norm) */
+    uint64_t root_shard;      /* FSDP1: the root's sharded gradient, made after its cat */
     uint64_t g_frozen;        /* the part of g that is frozen weights' (mixed_unit_grads) */
 };
 
