@@ -206,6 +206,7 @@ static void row_identity(const struct csv_table *t, size_t r, struct validate_ro
         snprintf(out->source, sizeof out->source, "%.*s", (int)(dash - out->id), out->id);
     else
         text_printable(measured_cell(t, r, "source"), out->source, sizeof out->source);
+    text_printable(measured_cell(t, r, "source"), out->origin, sizeof out->origin);
     const char *group = measured_cell(t, r, "group");
     if (*group)
         text_printable(group, out->group, sizeof out->group);

@@ -22,6 +22,7 @@ struct validate_row {
     const char *file;
     long line;
     char source[256];  /* the row's source, or its id prefix (LGCH, ...) when it has an id */
+    char origin[256];  /* the `source` cell itself (validate_band.c band_sources joins on it) */
     char id[64];
     char model[MODEL_NAME_MAX];
     char metric[16];

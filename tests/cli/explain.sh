@@ -192,9 +192,10 @@ grep -q '^lm_head+loss .*<- peak' "$TMP/noliger.txt" || fail "without --liger th
 # --paged: bitsandbytes' paged AdamW keeps its fp32 states (3.2e9 x 8 bytes on Llama-3.2-3B)
 # in managed memory; only the largest parameter's must fit, so full fine-tuning on a 24 GB
 # card fits with it and not without, and what has no room beside the reserved pool crosses
-# PCIe each step
+# PCIe each step. On the point prediction (--margin 0): since stop 36 the hf stack's full
+# fine-tuning takes the hf/*/* band (upper end x1.60), whose upper end fits neither way.
 p3=(--model meta-llama/Llama-3.2-3B --gpu RTX4090-24GB --finetune full --precision bf16-pure
-    --optimizer adamw --micro-batch 2 --seq 2048)
+    --optimizer adamw --micro-batch 2 --seq 2048 --margin 0)
 "$BIN" explain "${p3[@]}" --paged --format json > "$TMP/paged.json" || fail "explain --paged"
 "$BIN" explain "${p3[@]}" --format json > "$TMP/unpaged.json" || fail "explain without --paged"
 python3 - "$TMP/paged.json" "$TMP/unpaged.json" <<'PY' || fail "explain --paged: wrong paged terms"
@@ -208,7 +209,7 @@ assert j["speed"]["step_time_s"] > u["speed"]["step_time_s"], (j["speed"], u["sp
 PY
 "$BIN" explain "${p3[@]}" --paged | grep -q 'adamw (paged)' || fail "explain --paged names no paged optimizer"
 "$BIN" --model meta-llama/Llama-3.2-3B --gpu RTX4090-24GB --methods single --finetune full \
-  --precision bf16-pure --optimizer adamw --seq 2048 --paged --format json --out "$TMP/paged-sweep.json" \
+  --precision bf16-pure --optimizer adamw --seq 2048 --paged --margin 0 --format json --out "$TMP/paged-sweep.json" \
   2> /dev/null || fail "sweep --paged finds no fit"
 grep -q '"stack": *"hf+paged"' "$TMP/paged-sweep.json" || fail "sweep --paged: stack label"
 # a torchtitan pipeline's merged result: its own segment on top of the phases' reserved

@@ -141,9 +141,10 @@ expect_exit 1 "$BIN" diff one.csv two.csv
 grep -q '^recipe [0-9a-f]\{16\} has ranked rows now (fits now, or joined the run): facebook/opt-350m' "$TMP/out" \
   || fail "diff does not report the added model's recipes: $(head -c 300 "$TMP/out")"
 grep -q 'Qwen' "$TMP/out" && fail "diff reports the unchanged model"
-# a budget between the seq-2048 recipe's band upper ends on 2 GPUs and on 1 (8.66 and 11.19 GiB
-# with stop 31's band table; `explain --model Qwen/Qwen2.5-0.5B --gpu A100-SXM-40GB --seq 2048`)
-"$BIN" "${small[@]}" --model Qwen/Qwen2.5-0.5B --top 5 --budget 10GiB --out tight.csv
+# a budget between the seq-2048 recipe's band upper ends on 2 GPUs and on 1 (11.77 and 15.97 GiB
+# with stop 36's band table; `explain --model Qwen/Qwen2.5-0.5B --gpu A100-SXM-40GB --seq 2048`,
+# and with `--gpus 2 --method adp`)
+"$BIN" "${small[@]}" --model Qwen/Qwen2.5-0.5B --top 5 --budget 14GiB --out tight.csv
 expect_exit 1 "$BIN" diff one.csv tight.csv --threshold 5
 grep -q '^recipe [0-9a-f]\{16\} fewest GPUs 1 -> 2: Qwen/Qwen2.5-0.5B full, bf16, adamw, seq 2048' "$TMP/out" \
   || fail "diff misses a fewest-GPUs change: $(head -c 400 "$TMP/out")"
