@@ -13,6 +13,7 @@ static bool is_predicted(const struct validate_row *r)
     return is_ok(r) || !strncmp(r->status, "inconsistent", 12);
 }
 
+/* Union-find over the rows (band_sources): the root of row i's set, halving the path. */
 static size_t root_of(size_t *up, size_t i)
 {
     while (up[i] != i)
@@ -25,8 +26,9 @@ static size_t root_of(size_t *up, size_t i)
  * came from one place: our own grids (smoke, gpu-25min, gpu-fsdp1, ...: one harness, one
  * stack version, one way of reading the peak) are one source to the band, not six. So a
  * band source is a set of prefixes joined by shared cells; each row gets the prefix of its
- * set's first row (the same for any order of the rows within a file list). Returns the
- * names (NULL without memory; the caller frees the array, the names are the rows'). */
+ * set's first row as the set's name (names are only compared, so which member names it does
+ * not matter). Returns the names (NULL without memory; the caller frees the array, the
+ * names are the rows'). */
 static const char **band_sources(const struct validate_row *rows, size_t n)
 {
     size_t *up = malloc((n ? n : 1) * sizeof *up);

@@ -139,7 +139,7 @@ done
 # Our own FSDP1 rows (stop 32; h200-20261127-fsdp1*.csv: FullyShardedDataParallel as HF Trainer
 # runs it through accelerate, on the fake process group). Allocated: accelerate's
 # MixedPrecision gathers each unit in bf16 (train.h FEAT_FSDP1_MP), so the peaks are within
-# 3.5 % (they were +8 .. +31 % with autocast's casts counted; the largest now, Llama-2-7B
+# 3.5 % (they were +8 .. +31 % with autocast's casts counted; the largest then, Llama-2-7B
 # checkpointed on 4 ranks, +3.41 %), median at most 0.5 %; gpu-fsdp1-09 too since stop 33
 # (-9.4 %, then -20.2 % relabelled adapter-bf16, +0.3 % with its units' mix of adapters and
 # frozen weights modelled: train.h train_mixed_units). Reserved: FSDP1's side-stream pools
@@ -148,7 +148,11 @@ done
 # gpu-fsdp1-pools-07 -7.0 % before stop 33), median at most 1.5 %; FSDP2 without a
 # MixedPrecisionPolicy over bf16 weights (gpu-fsdp1-pools-09: -11.4 % with neither its side
 # pools nor its steps, +0.0 % with both, train.h train_fsdp2_plain16) the same.
-for name in h200-20261127-fsdp1 h200-20261127-fsdp1-pools h200-20261127-fsdp1-segments; do
+# Stop 36's lease (h200-20261127-residue.csv: FSDP1 with the wrap's cache kept, cpu-init) too;
+# its gpu-residue-00 showed that the root's gradient shard does not exist at the root's cat
+# (resident.c root_grads: +3.8 -> -0.1 %; Llama-3.1-8B +2.4 -> -0.0 %, Llama-2-7B on 4 ranks
+# +3.41 -> +2.64 %): every allocated row is within 3 % now (the bound was 3.5).
+for name in h200-20261127-fsdp1 h200-20261127-fsdp1-pools h200-20261127-fsdp1-segments h200-20261127-residue; do
   "$BIN" validate --measured "$PROJECT/datasets/measured/$name.csv" --out "$TMP/$name.csv" \
     > /dev/null || fail "validate on $name.csv"
   python3 - "$TMP/$name.csv" "$PROJECT/datasets/measured/$name.csv" <<'PY' || fail "our FSDP1 rows ($name): off the model"
@@ -158,7 +162,7 @@ ids = {i + 2: r["id"] for i, r in enumerate(csv.DictReader(open(sys.argv[2])))}
 def errors(metric):
     return {ids[int(r["line"])]: abs(float(r["error_pct"])) for r in rows if r["metric"] == metric}
 a, res = errors("allocated"), errors("reserved")
-off = {k: v for k, v in a.items() if v > 3.5}
+off = {k: v for k, v in a.items() if v > 3.0}
 off.update({k + " reserved": v for k, v in res.items() if v > 5.0})
 print(f"allocated: {len(a)} rows, median {statistics.median(a.values()):.2f} %; reserved: median"
       f" {statistics.median(res.values()):.2f} %; off: {off}")
