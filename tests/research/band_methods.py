@@ -42,12 +42,36 @@ def rows_of(binary):
             continue
         m = measured[r["file"]][int(r["line"]) - 2]
         fixed = "packed" in (m.get("features") or "").split("+") or m.get("seq_kind") == "exact"
-        res.append(dict(src=r["source"], stack=m.get("stack") or "hf", ft=m["finetune"],
+        res.append(dict(src=r["source"], cell=m.get("source") or "", stack=m.get("stack") or "hf",
+                        ft=m["finetune"],
                         data=m.get("data") or ("packed" if fixed else "variable"),
                         metric=r["metric"], meas=float(r["measured_gib"]),
                         pred=float(r["sweep_gib"])))  # the band's residuals are the sweep's
+    join_sources(res)
     line = [l.split() for l in summary.splitlines() if l.startswith("all ")][-1]
     return res, (int(line[3]), int(line[1]))
+
+
+def join_sources(res):
+    """validate_band.c band_sources: prefixes whose rows share a non-empty `source` cell are
+    one source to the band (our own grids: one harness)."""
+    up = {}
+
+    def root(x):
+        while up.setdefault(x, x) != x:
+            x = up[x]
+        return x
+
+    for r in res:
+        if r["cell"]:
+            a, b = root(("prefix", r["src"])), root(("cell", r["cell"]))
+            if a != b:
+                up[a] = b
+    names = {}
+    for r in res:
+        names.setdefault(root(("prefix", r["src"])), r["src"])
+    for r in res:
+        r["src"] = names[root(("prefix", r["src"]))]
 
 
 def weighted(group, equal_sources):
