@@ -278,7 +278,7 @@ static void stage_note(const struct train_config *c, char *count, size_t n)
 struct trained {
     char name[40], shape[64], count[48];
     double elems; /* on one GPU */
-    bool root;    /* outside the blocks: FSDP's root unit */
+    bool root;    /* the root unit's embedding or lm_head, as resident.c counts its root */
 };
 
 static size_t adapters(const struct model_plan *p, const struct train_config *c, const struct mem_resident *r,
@@ -326,7 +326,7 @@ static size_t trained_list(const struct model_plan *p, const struct train_config
         group_label(&g[k], out[k].name, sizeof out[k].name, out[k].shape, sizeof out[k].shape, out[k].count,
                     sizeof out[k].count);
         out[k].elems = group_elems(&g[k], c, r);
-        out[k].root = g[k].layers == 0;
+        out[k].root = g[k].t->role == ROLE_EMBED || g[k].t->role == ROLE_LM_HEAD;
     }
     const struct model_spec *m = &p->spec;
     if (m->tied && (c->features & FEAT_UNTIED_HEAD) && ng < GROUPS_MAX) { /* trained too */
