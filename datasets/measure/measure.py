@@ -540,9 +540,12 @@ def real_run(args, grid_name, selected, models):
 
     info = probe(args, log)
     gpu = gpu_short_name(info.get("gpu_name"), info.get("total_bytes"))
-    date = datetime.date.today().isoformat()
+    # One `source` for every run of the harness: validate's error band counts rows that share
+    # a source cell as one source (README "Error band", stop 36), and every grid of this
+    # harness is one harness and one way of reading the peak. The GPU is in `gpu`, the
+    # versions in `framework`, the date in the output's name and versions.txt.
     env = {"gpu": gpu, "framework": framework_string(info.get("versions", {})),
-           "source": f"datasets/measure {gpu} {date}"}
+           "source": "datasets/measure"}
     have_bnb = bool(info.get("versions", {}).get("bnb"))
     print(f"GPU {info.get('gpu_name')} -> {gpu}; {env['framework']}", flush=True)
 
