@@ -330,7 +330,23 @@ GPU_RESIDUE = [
     c(L2_7B, "bf16-pure", mb=4, seq=2048, ckpt="on", method="fsdp1", gpus=4, features=["cpu-init"]),
 ]
 
+# For the next lease (stop 36), in priority order. The allocator's segments one by one, each
+# with the request that cut it (segments=True), where the whole-step replay has a number to
+# compare but no segment list: smoke-08 (FSDP2 on 2 ranks, reserved 8 % above the model; the
+# gate, a path measured before), gpu-25min-01 (checkpointing, foreach AdamW) and -17 (30
+# variable widths). Then TP with an untied lm_head (Llama-3.1-8B: the harness splits it as
+# transformers' colwise_rep, never run), and gpu-25min-01's checkpointed steps over 10 steps
+# (does the reserve grow after the third?).
+GPU_NEXT = [
+    c(Q05, "bf16", mb=2, seq=256, method="adp", gpus=2, segments=True),
+    c(L1B, "bf16", mb=4, seq=1024, ckpt="on", segments=True),
+    c(L1B, "bf16", mb=4, seq=2048, data="variable", segments=True),
+    c(L8, "bf16-pure", mb=1, seq=2048, ckpt="on", method="tp", gpus=2),
+    c(L1B, "bf16", mb=4, seq=1024, ckpt="on", steps=10),
+]
+
 GRIDS = {
+    "gpu-next": GPU_NEXT,
     "gpu-residue": GPU_RESIDUE,
     "gpu-fsdp1-segments": GPU_FSDP1_SEGMENTS,
     "gpu-fsdp1-pools": GPU_FSDP1_POOLS,

@@ -111,6 +111,8 @@ def describe(cfg):
         parts.append(f"{cfg['method']}x{cfg['gpus']}(fake-pg)")
     if cfg.get("data", "packed") != "packed":
         parts.append(f"{cfg['data']}x{cfg.get('steps', 3)}steps")
+    elif cfg.get("steps", 3) != 3:
+        parts.append(f"packedx{cfg['steps']}steps")
     if cfg.get("alloc_conf", "default") != "default":
         parts.append(cfg["alloc_conf"])
     if cfg.get("runner", "loop") != "loop":
