@@ -177,7 +177,7 @@ static json_t *meta_json(const struct report_meta *m)
      * null where the inputs are not known (merge of shard CSVs) */
     json_object_set_new(o, "data", m->in ? json_string(data_shape_name(m->in->axes.data)) : json_null());
     json_object_set_new(o, "alloc_conf", m->in ? json_string(alloc_conf_name(m->in->axes.alloc)) : json_null());
-    json_object_set_new(o, "lengths", m->lengths ? json_string(m->lengths) : json_null());
+    json_object_set_new(o, "lengths", m->in && m->in->lengths ? json_string(m->in->lengths) : json_null());
     if (m->has_counts) {
         json_t *c = json_object();
         json_object_set_new(c, "space", json_integer((json_int_t)m->space));

@@ -25,7 +25,6 @@ static void fill_meta(struct report_meta *m, const struct sweep *s, const struct
     snprintf(m->rank_mode, sizeof m->rank_mode, "%s", o->llmem_rank ? "llmem" : "speed");
     m->paper = o->paper;
     m->rules = o->rules;
-    m->lengths = o->lengths;
     m->in = o;
     m->stamp = o->stamp;
     m->margin_pct = o->margin_pct;

@@ -177,7 +177,6 @@ struct report_meta {
     char rank_mode[16];
     bool paper;
     const char *rules;           /* path or NULL */
-    const char *lengths;         /* --lengths path or NULL */
     const struct report_inputs *in; /* the question as asked; NULL for merged shards */
     const char *command;         /* the command line, NULL when not known */
     bool has_counts;
