@@ -527,8 +527,8 @@ static void fixed_parts(const struct ctx *x, struct fixed *f)
         }
         break;
     case PHASE_BWD_FIRST:
-    case PHASE_BWD_END: /* memmodel.c fixed_phases bwd_grad */
-        f->grads = acc ? (acc > r->g ? acc : r->g) : r->g - r->root_shard;
+    case PHASE_BWD_END:
+        f->grads = memmodel_bwd_grads(acc, r->g, r->root_shard);
         f->grads_no_root = !acc && r->root_shard;
         f->grads_whole = f->grads_whole && acc > r->g;
         f->root_hold = ph == PHASE_BWD_FIRST ? r->root_hold : 0;

@@ -255,9 +255,7 @@ static void fixed_phases(const struct model_plan *p, const struct train_config *
     uint64_t head_grad = head_w_grad;
     /* accumulating micro-batches keeps the summed gradients through the next forward */
     const uint64_t acc_grad = (c->features & FEAT_GRAD_ACCUM) ? accumulated_grads(c, &r) : 0;
-    /* FSDP1's root unit reduce-scatters last, so its gradient shard exists in no backward
-     * phase (resident.c root_grads); gradients summed under no_sync are whole, its own among them */
-    const uint64_t bwd_grad = acc_grad ? (acc_grad > r.g ? acc_grad : r.g) : r.g - r.root_shard;
+    const uint64_t bwd_grad = memmodel_bwd_grads(acc_grad, r.g, r.root_shard);
     /* the longest batch first (FEAT_LONGEST_FIRST): its forward comes before any backward,
      * so no summed gradient exists yet, and its backward has the last block's only */
     const bool first = (c->features & FEAT_LONGEST_FIRST) != 0;

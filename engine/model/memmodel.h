@@ -227,6 +227,14 @@ uint64_t memmodel_trained_bytes(const struct train_config *c);
 /* @return the bytes of the lm_head weight's gradient on one GPU in full training (a tied
  *         head's is the embedding's), in the gradient dtype; 0 for LoRA and QLoRA. */
 uint64_t memmodel_head_grad_bytes(const struct model_plan *p, const struct train_config *c);
+/* @return the gradient bytes alive in backward's block phases: the sums kept under no_sync
+ *         (acc, when accumulating; at least the shards g), else every shard but FSDP1's
+ *         root's, which its post-backward hook makes only after the root's concatenation,
+ *         the last thing backward does (resident.c root_grads). */
+static inline uint64_t memmodel_bwd_grads(uint64_t acc, uint64_t g, uint64_t root_shard)
+{
+    return acc ? (acc > g ? acc : g) : g - root_shard;
+}
 double memmodel_frozen_elem_bytes(const struct train_config *c, bool quantized);
 /* @return the bytes per quantized weight, out of memmodel_frozen_elem_bytes(c, true), that
  *         FSDP / ZeRO-3 leave whole on every rank (bitsandbytes' quant_state); 0 for
