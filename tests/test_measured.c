@@ -13,6 +13,7 @@
 
 #include "csv_table.h"
 #include "error.h"
+#include "losspath.h"
 #include "measured.h"
 #include "train.h"
 
@@ -152,6 +153,28 @@ static void test_lora_features(void **state)
                      TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_K) | TARGET_BIT(ROLE_V));
 }
 
+/* A loop that keeps `outputs` is modelled on the hf loss path: kept under hf and hf-4.49,
+ * a skip with its reason under older transformers (whose outputs hold fp32 logits), never
+ * a silently dropped feature. */
+static void test_outputs_kept_stacks(void **state)
+{
+    (void)state;
+    struct train_config c;
+    struct input_error e;
+    char why[160];
+    static const char *const kept[] = {"hf", "hf-4.49"};
+    char csv[1024];
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        snprintf(csv, sizeof csv, CONTRACT ",stack,features\n" SWB_CELLS ",%s,outputs-kept\n", kept[i]);
+        assert_int_equal(config_of(csv, &c, why, sizeof why, &e), 0);
+        assert_true(c.features & FEAT_OUTPUTS_KEPT);
+        assert_int_equal(losspath_select(&c, "llama"), LOSS_OUTPUTS_KEPT);
+    }
+    assert_int_equal(config_of(CONTRACT ",stack,features\n" SWB_CELLS ",hf-4.31,outputs-kept\n",
+                               &c, why, sizeof why, &e), 1);
+    assert_string_equal(why, "outputs-kept is modelled on stacks hf and hf-4.49 only, not 'hf-4.31'");
+}
+
 /* torchtitan rows: the technique the model lacks is the reason, before the unknown stack. */
 static void test_unrepresentable(void **state)
 {
@@ -186,6 +209,7 @@ int main(void)
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_widths),
         cmocka_unit_test(test_lora_features),
+        cmocka_unit_test(test_outputs_kept_stacks),
         cmocka_unit_test(test_unrepresentable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -317,7 +317,7 @@ enum loss_path losspath_select(const struct train_config *c, const char *model_t
     /* torchtitan's TP keeps the loss vocab-parallel (activations.h act_seq_parallel) */
     if (c->stack == STACK_TORCHTITAN && c->tp > 1 && (c->features & FEAT_SEQ_PARALLEL))
         return LOSS_LOSS_PARALLEL;
-    if ((c->features & FEAT_OUTPUTS_KEPT) && c->stack == STACK_HF)
+    if ((c->features & FEAT_OUTPUTS_KEPT) && stack_hf_loss(c->stack))
         return LOSS_OUTPUTS_KEPT;
     if (model_type && strcmp(model_type, "qwen") == 0) /* the model's own remote code */
         return LOSS_QWEN1;
