@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "losspath.h"
 #include "model_source.h"
 
 const char *const measured_columns[] = {
@@ -209,7 +210,7 @@ static const char *row_enums(const struct csv_table *t, size_t r, struct train_c
         return snprintf(why, n, "stack '%.60s' is unknown", stack), why;
     /* `outputs` of older transformers hold other tensors (4.31 .. 4.45: the fp32 logits,
      * losspath.c hf431_path) than the 16-bit logits LOSS_OUTPUTS_KEPT keeps */
-    if ((c->features & FEAT_OUTPUTS_KEPT) && !stack_hf_loss(c->stack))
+    if ((c->features & FEAT_OUTPUTS_KEPT) && !losspath_outputs_kept(c->stack))
         return snprintf(why, n, "outputs-kept is modelled on stacks hf and hf-4.49 only, not '%.60s'",
                         stack), why;
     return NULL;

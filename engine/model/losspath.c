@@ -301,6 +301,22 @@ const char *loss_path_name(enum loss_path lp)
     return (unsigned)lp < LOSS_COUNT ? paths[lp].name : "?";
 }
 
+/* A stack's own path; every stack it does not list runs hf's (the table's zeros). */
+static enum loss_path stack_path(enum stack s)
+{
+    _Static_assert(LOSS_HF == 0, "unlisted stacks run the hf path");
+    static const enum loss_path of_stack[STACK_COUNT] = {
+        [STACK_HF_446] = LOSS_HF_446, [STACK_HF_431] = LOSS_HF_431, [STACK_TRL] = LOSS_TRL,
+        [STACK_TRL_022] = LOSS_TRL_022, [STACK_TRL_015] = LOSS_TRL_015,
+    };
+    return (unsigned)s < STACK_COUNT ? of_stack[s] : LOSS_HF;
+}
+
+bool losspath_outputs_kept(enum stack s)
+{
+    return stack_hf_trainer(s) && stack_path(s) == LOSS_HF;
+}
+
 enum loss_path losspath_select(const struct train_config *c, const char *model_type)
 {
     if (c->features & FEAT_CHUNKED_CE) {
@@ -317,7 +333,7 @@ enum loss_path losspath_select(const struct train_config *c, const char *model_t
     /* torchtitan's TP keeps the loss vocab-parallel (activations.h act_seq_parallel) */
     if (c->stack == STACK_TORCHTITAN && c->tp > 1 && (c->features & FEAT_SEQ_PARALLEL))
         return LOSS_LOSS_PARALLEL;
-    if ((c->features & FEAT_OUTPUTS_KEPT) && stack_hf_loss(c->stack))
+    if ((c->features & FEAT_OUTPUTS_KEPT) && losspath_outputs_kept(c->stack))
         return LOSS_OUTPUTS_KEPT;
     if (model_type && strcmp(model_type, "qwen") == 0) /* the model's own remote code */
         return LOSS_QWEN1;
@@ -325,13 +341,7 @@ enum loss_path losspath_select(const struct train_config *c, const char *model_t
      * labels skips the logits, whatever the stack's own path */
     if ((c->features & FEAT_LIGER_FLCE) && stack_hf_trainer(c->stack))
         return LOSS_LIGER;
-    /* the stacks' own paths; every other stack runs hf's (the table's zeros) */
-    _Static_assert(LOSS_HF == 0, "unlisted stacks run the hf path");
-    static const enum loss_path of_stack[STACK_COUNT] = {
-        [STACK_HF_446] = LOSS_HF_446, [STACK_HF_431] = LOSS_HF_431, [STACK_TRL] = LOSS_TRL,
-        [STACK_TRL_022] = LOSS_TRL_022, [STACK_TRL_015] = LOSS_TRL_015,
-    };
-    return (unsigned)c->stack < STACK_COUNT ? of_stack[c->stack] : LOSS_HF;
+    return stack_path(c->stack);
 }
 
 enum data_shape losspath_data_shape(const struct train_config *c)

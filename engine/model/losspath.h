@@ -18,6 +18,7 @@
 #ifndef LLMEM_LOSSPATH_H
 #define LLMEM_LOSSPATH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,11 @@ enum loss_path {
 const char *loss_path_name(enum loss_path lp);
 /* The library code path lp follows (file and commit), for explain --detail. */
 const char *losspath_source(enum loss_path lp);
+
+/* @return whether a loop that keeps `outputs` (FEAT_OUTPUTS_KEPT, LOSS_OUTPUTS_KEPT) is
+ *         modelled on stack s: an HF Trainer stack whose own path is hf's (hf, hf-4.49),
+ *         where `outputs` hold the 16-bit logits; older transformers' hold the fp32 ones. */
+bool losspath_outputs_kept(enum stack s);
 
 /* The loss path a configuration's stack and features run; model_type (config.json) names
  * models whose own code computes the loss ("qwen": Qwen v1 remote code). */

@@ -103,11 +103,6 @@ bool stack_hf_trainer(enum stack s)
            s == STACK_TRL || s == STACK_TRL_022 || s == STACK_TRL_015;
 }
 
-bool stack_hf_loss(enum stack s)
-{
-    return s == STACK_HF || s == STACK_HF_449;
-}
-
 uint64_t stack_features(enum stack s)
 {
     if (stack_hf_trainer(s)) /* HF Trainer + PEFT: adapters upcast to fp32, FSDP for sharding

@@ -51,10 +51,6 @@ enum stack {
 /* @return whether stack s trains through HF Trainer (transformers, PEFT, accelerate; TRL's
  * SFTTrainer subclasses it): the stacks that differ only in their loss path. */
 bool stack_hf_trainer(enum stack s);
-/* @return whether stack s runs transformers' current loss path (hf, hf-4.49: logits returned
- *         in the compute dtype, the upcast inside the loss; losspath.c hf_path), the one a
- *         loop that keeps `outputs` (FEAT_OUTPUTS_KEPT) is modelled on. */
-bool stack_hf_loss(enum stack s);
 /* @return whether stack s stands for transformers whose SDPA attention gets a bool mask from
  *         masking_utils (transformers >= 4.54: hf, trl, trl-0.22). */
 bool stack_hf_bool_mask(enum stack s);
