@@ -219,6 +219,32 @@ static void test_outputs_kept(void **state)
     assert_true(c.needed[0] == 14.0);
 }
 
+/* A loop that keeps `outputs` past the loss on older transformers, packed. hf-4.31, bf16:
+ * H 2 and its fp32 copy L 4 (6), H freed; the shifted copy 4 and log_softmax's output 4
+ * beside L: 12 at the loss; the copy freed; with L kept (4), nll_loss's and log_softmax's
+ * gradients (4 + 4) beside the saved output: 16, where L dying with compute_loss gives 12.
+ * Under fp32 L is H itself (4, no 16-bit part): the same 16, and 12 in the forward already
+ * (H, the copy, the output). hf-4.46, bf16: the forward's 14 (H 2, upcast 4, copy 4,
+ * log_softmax 4) stays the peak; what it keeps is H, 2 bytes. */
+static void test_older_outputs_kept(void **state)
+{
+    (void)state;
+    assert_true(cost(LOSS_HF431_KEPT, 2, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 16.0);
+    assert_true(cost(LOSS_HF_431, 2, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 12.0);
+    assert_true(cost(LOSS_HF431_KEPT, 4, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 16.0);
+    assert_true(cost(LOSS_HF_431, 4, DATA_PACKED, ALLOC_DEFAULT).in_forward == 12.0);
+    assert_true(cost(LOSS_HF446_KEPT, 2, DATA_PACKED, ALLOC_DEFAULT).allocated[0] == 14.0);
+    assert_int_equal(losspath_kept_logits(STACK_HF_431, PREC_BF16_PURE), 4);
+    assert_int_equal(losspath_kept_logits(STACK_HF_431, PREC_FP32), 4);
+    assert_int_equal(losspath_kept_logits(STACK_HF_446, PREC_BF16), 2);
+    assert_int_equal(losspath_kept_logits(STACK_HF_449, PREC_BF16_PURE), 2);
+    assert_int_equal(losspath_kept_logits(STACK_TRL, PREC_BF16_PURE), 0);
+    struct train_config c = {.stack = STACK_HF_446, .finetune = FT_LORA, .features = FEAT_OUTPUTS_UNTIL_STEP};
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_HF446_KEPT);
+    c.stack = STACK_TRL; /* TRL's compute_loss holds its own metrics' tensors: its path */
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_TRL);
+}
+
 /* torchtitan's compiled loss, bf16: the 16-bit logits the compiled graph saves and the
  * 16-bit gradient its backward writes: 4, packed 2 + 2 segments, both in use at the peak. */
 static void test_compiled_ce(void **state)
@@ -303,7 +329,9 @@ static void test_select(void **state)
     assert_int_equal(losspath_select(&c, "llama"), LOSS_KEPT);
     c.features = FEAT_OUTPUTS_KEPT;
     assert_int_equal(losspath_select(&c, "llama"), LOSS_OUTPUTS_KEPT);
-    c.stack = STACK_HF_431; /* older transformers: their own path */
+    c.stack = STACK_HF_431; /* older transformers: their own paths */
+    assert_int_equal(losspath_select(&c, "llama"), LOSS_HF431_KEPT);
+    c.features = 0;
     assert_int_equal(losspath_select(&c, "llama"), LOSS_HF_431);
     c.stack = STACK_LITGPT;
     c.features = FEAT_CHUNKED_CE;
@@ -339,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_variable_orders),      cmocka_unit_test(test_lengths_cost),
         cmocka_unit_test(test_chunked),              cmocka_unit_test(test_select),
         cmocka_unit_test(test_outputs_kept),         cmocka_unit_test(test_compiled_ce),
+        cmocka_unit_test(test_older_outputs_kept),
         cmocka_unit_test(test_loss_parallel),        cmocka_unit_test(test_trl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -153,26 +153,32 @@ static void test_lora_features(void **state)
                      TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_K) | TARGET_BIT(ROLE_V));
 }
 
-/* A loop that keeps `outputs` is modelled on the hf loss path: kept under hf and hf-4.49,
- * a skip with its reason under older transformers (whose outputs hold fp32 logits), never
- * a silently dropped feature. */
+/* A loop that keeps `outputs` is modelled on the transformers stacks' own paths (16-bit
+ * logits from 4.46, fp32 before), both loops' features; a skip with its reason under TRL,
+ * whose compute_loss holds other tensors, never a silently dropped feature. */
 static void test_outputs_kept_stacks(void **state)
 {
     (void)state;
     struct train_config c;
     struct input_error e;
     char why[160];
-    static const char *const kept[] = {"hf", "hf-4.49"};
+    static const struct {
+        const char *stack, *feature;
+        enum loss_path lp;
+    } kept[] = {{"hf", "outputs-kept", LOSS_OUTPUTS_KEPT}, {"hf-4.49", "outputs-until-step", LOSS_OUTPUTS_KEPT},
+                {"hf-4.46", "outputs-kept", LOSS_HF446_KEPT}, {"hf-4.31", "outputs-until-step", LOSS_HF431_KEPT}};
     char csv[1024];
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
-        snprintf(csv, sizeof csv, CONTRACT ",stack,features\n" SWB_CELLS ",%s,outputs-kept\n", kept[i]);
+        snprintf(csv, sizeof csv, CONTRACT ",stack,features\n" SWB_CELLS ",%s,%s\n", kept[i].stack,
+                 kept[i].feature);
         assert_int_equal(config_of(csv, &c, why, sizeof why, &e), 0);
-        assert_true(c.features & FEAT_OUTPUTS_KEPT);
-        assert_int_equal(losspath_select(&c, "llama"), LOSS_OUTPUTS_KEPT);
+        assert_true(c.features & (FEAT_OUTPUTS_KEPT | FEAT_OUTPUTS_UNTIL_STEP));
+        assert_int_equal(losspath_select(&c, "llama"), kept[i].lp);
     }
-    assert_int_equal(config_of(CONTRACT ",stack,features\n" SWB_CELLS ",hf-4.31,outputs-kept\n",
+    assert_int_equal(config_of(CONTRACT ",stack,features\n" SWB_CELLS ",trl,outputs-until-step\n",
                                &c, why, sizeof why, &e), 1);
-    assert_string_equal(why, "outputs-kept is modelled on stacks hf and hf-4.49 only, not 'hf-4.31'");
+    assert_string_equal(why, "outputs-until-step is modelled on the transformers stacks without TRL "
+                             "(hf, hf-4.xx) only, not 'trl'");
 }
 
 /* torchtitan rows: the technique the model lacks is the reason, before the unknown stack. */

@@ -669,6 +669,35 @@ static void test_outputs_kept(void **state)
     assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_LOGITS], 32000);
 }
 
+/* A loop that drops `outputs` after the optimizer step (feature outputs-until-step), the
+ * same run: this step's KV cache (4096) from the forward on, but no previous step's in the
+ * forward, neither its cache nor its logits (0); at the loss the hf path keeps the 16-bit
+ * logits through backward as outputs-kept's (224000), and on through the optimizer step
+ * (32000). On transformers 4.31 .. 4.45 `outputs` hold the fp32 logits: 4 x 16 x 1000 =
+ * 64000 after the loss, and at the loss the hf-4.31 path with them kept, 16 x 16 x 1000 =
+ * 256000 (test_losspath test_older_outputs_kept). */
+static void test_outputs_until_step(void **state)
+{
+    (void)state;
+    struct train_config c = tiny_base_config();
+    struct mem_estimate plain, kept;
+    tiny_predict(&plan, &c, &plain);
+    c.features |= FEAT_OUTPUTS_UNTIL_STEP;
+    tiny_predict(&plan, &c, &kept);
+    assert_int_equal(kept.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
+                         plain.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 4096);
+    assert_int_equal(kept.phase[PHASE_FORWARD][TERM_LOGITS], 0);
+    assert_int_equal(kept.phase[PHASE_LOSS][TERM_LOGITS], 224000);
+    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_ACTIVATIONS], 4096);
+    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_LOGITS], 32000);
+    c.stack = STACK_HF_431;
+    tiny_predict(&plan, &c, &kept);
+    assert_int_equal(kept.phase[PHASE_FORWARD][TERM_LOGITS], 0);
+    assert_int_equal(kept.phase[PHASE_LOSS][TERM_LOGITS], 256000);
+    assert_int_equal(kept.phase[PHASE_BWD_FIRST][TERM_LOGITS], 64000);
+    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_LOGITS], 64000);
+}
+
 /* torchtune @0217d44c's loop (feature logits-kept), bf16-pure, full, b = 2, s = 8 (t = 16):
  * the shifted fp32 copy, 4 x 16 x 1000 = 64000, stays through the blocks' backward and the
  * optimizer step and into the next forward; at the loss the path LOSS_KEPT holds it with
@@ -879,7 +908,7 @@ int main(void)
         cmocka_unit_test(test_monotone),
         cmocka_unit_test(test_zero12),
         cmocka_unit_test(test_offload),
-        cmocka_unit_test(test_outputs_kept),
+        cmocka_unit_test(test_outputs_kept),         cmocka_unit_test(test_outputs_until_step),
         cmocka_unit_test(test_logits_kept),
         cmocka_unit_test(test_empty_cache_replay),
         cmocka_unit_test(test_ds_default_bucket),

@@ -98,6 +98,7 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"bnb-input-kept", FEAT_BNB_INPUT_KEPT, 0, NULL},
         {"seq-parallel", FEAT_SEQ_PARALLEL, 0, NULL},
         {"outputs-kept", FEAT_OUTPUTS_KEPT, 0, NULL},
+        {"outputs-until-step", FEAT_OUTPUTS_UNTIL_STEP, 0, NULL},
         {"compiled-loss", FEAT_COMPILED_LOSS, 0, NULL},
         {"fsdp-end-units", FEAT_FSDP_END_UNITS, 0, NULL},
         {"empty-cache", FEAT_EMPTY_CACHE, 0, NULL},
@@ -208,10 +209,12 @@ static const char *row_enums(const struct csv_table *t, size_t r, struct train_c
         return snprintf(why, n, "DeepSpeed ZeRO-3 offload's parameter prefetch is not modelled"), why;
     if (st < 0)
         return snprintf(why, n, "stack '%.60s' is unknown", stack), why;
-    /* `outputs` of older transformers hold other tensors (4.31 .. 4.45: the fp32 logits,
-     * losspath.c hf431_path) than the 16-bit logits LOSS_OUTPUTS_KEPT keeps */
-    if ((c->features & FEAT_OUTPUTS_KEPT) && !losspath_outputs_kept(c->stack))
-        return snprintf(why, n, "outputs-kept is modelled on stacks hf and hf-4.49 only, not '%.60s'",
+    /* `outputs` is a transformers model's: TRL's compute_loss and the other stacks' loops
+     * hold other logits-sized tensors (losspath.c kept_of) */
+    const uint64_t kept = c->features & (FEAT_OUTPUTS_KEPT | FEAT_OUTPUTS_UNTIL_STEP);
+    if (kept && !losspath_outputs_kept(c->stack))
+        return snprintf(why, n, "%s is modelled on the transformers stacks without TRL (hf, hf-4.xx) "
+                        "only, not '%.60s'", kept & FEAT_OUTPUTS_KEPT ? "outputs-kept" : "outputs-until-step",
                         stack), why;
     return NULL;
 }

@@ -72,12 +72,29 @@ static const struct lp_event hf446_path[] = {
 
 /* transformers 4.31 .. 4.45 (LlamaForCausalLM.forward: `logits = logits.float()`, then
  * `shift_logits = logits[..., :-1, :].contiguous()`; e9ad51306 .. 26a9443da): the fp32
- * logits L (1) replace H (0) and are returned in `outputs` until compute_loss returns;
- * the shifted copy C (2) and log_softmax's output P (3); accelerate has nothing to convert.
- * Backward as 4.46. */
+ * logits L (1) replace the 16-bit lm_head output H (0) and are returned in `outputs` until
+ * compute_loss returns; under fp32 `.float()` returns H itself, so H is sized as its 16-bit
+ * part only (SZ_HALF_ONLY) and L as the fp32 tensor either way. Then the shifted copy C (2)
+ * and log_softmax's output P (3); accelerate has nothing to convert. Backward as 4.46. */
 static const struct lp_event hf431_path[] = {
-    A(0, SZ_COMPUTE), A(1, SZ_UPCAST), F(0), A(2, SZ_FP32), A(3, SZ_FP32), F(2), F(1),
+    A(0, SZ_HALF_ONLY), A(1, SZ_FP32), F(0), A(2, SZ_FP32), A(3, SZ_FP32), F(2), F(1),
     A(4, SZ_FP32), A(5, SZ_FP32), F(3), F(4), A(6, SZ_FP32), F(5), A(7, SZ_COMPUTE), F(6), F(7),
+};
+
+/* A loop that keeps the model's `outputs` past the loss's backward (features outputs-kept,
+ * outputs-until-step) on the older transformers: the paths above with the free of
+ * `outputs.logits` deferred to the end (memmodel.c kept_outputs keeps it on through the
+ * blocks' backward and the optimizer step): 4.46's 16-bit H (0), 4.31's fp32 L (1). */
+static const struct lp_event hf446_kept_path[] = {
+    A(0, SZ_COMPUTE), A(1, SZ_UPCAST), A(2, SZ_FP32), A(3, SZ_FP32), F(1), F(2),
+    A(4, SZ_AMP_FP32), F(4),
+    A(5, SZ_FP32), A(6, SZ_FP32), F(3), F(5), A(7, SZ_FP32), F(6), A(8, SZ_COMPUTE), F(7), F(8),
+    F(0),
+};
+static const struct lp_event hf431_kept_path[] = {
+    A(0, SZ_HALF_ONLY), A(1, SZ_FP32), F(0), A(2, SZ_FP32), A(3, SZ_FP32), F(2),
+    A(4, SZ_FP32), A(5, SZ_FP32), F(3), F(4), A(6, SZ_FP32), F(5), A(7, SZ_COMPUTE), F(6), F(7),
+    F(1),
 };
 
 /* Qwen v1 remote code (modeling_qwen.py QWenLMHeadModel.forward :1088-1106, the copy in
@@ -275,6 +292,11 @@ static const struct {
                                     "litgpt-full in the run's first (longest) step"),
     [LOSS_OUTPUTS_KEPT] = PATH_FWD("outputs-kept", outputs_kept_path, 4, "PEFT method_comparison/MetaMathQA/run.py "
                                "L213-215 @5fe7f8f8: `outputs` kept; the hf path otherwise"),
+    [LOSS_HF446_KEPT] = PATH_FWD("hf-4.46-outputs-kept", hf446_kept_path, 6, "the hf-4.46 path with "
+                                 "`outputs.logits` (16-bit) kept past the loss's backward"),
+    [LOSS_HF431_KEPT] = PATH_FWD("hf-4.31-outputs-kept", hf431_kept_path, 6, "the hf-4.31 path with "
+                                 "`outputs.logits` (fp32) kept past the loss's backward (Answer.AI "
+                                 "fsdp_qlora train.py L874 @50efa1e)"),
     [LOSS_TRL] = PATH_FWD("trl", trl_path, 5, "TRL trl/trainer/sft_trainer.py SFTTrainer.compute_loss @v1.9.0 "
                       ":1763-1785 (entropy_from_logits' reshape copy); the hf path otherwise"),
     [LOSS_TRL_022] = PATH_FWD("trl-0.22", trl022_path, 5, "TRL sft_trainer.py compute_loss @v0.22.0 :1045-1105, "
@@ -312,9 +334,17 @@ static enum loss_path stack_path(enum stack s)
     return (unsigned)s < STACK_COUNT ? of_stack[s] : LOSS_HF;
 }
 
+/* The path a loop that keeps `outputs` runs where the stack's own is `own` (losspath.h
+ * losspath_outputs_kept); LOSS_COUNT where it is not modelled. */
+static enum loss_path kept_of(enum loss_path own)
+{
+    return own == LOSS_HF ? LOSS_OUTPUTS_KEPT : own == LOSS_HF_446 ? LOSS_HF446_KEPT
+         : own == LOSS_HF_431 ? LOSS_HF431_KEPT : LOSS_COUNT;
+}
+
 bool losspath_outputs_kept(enum stack s)
 {
-    return stack_hf_trainer(s) && stack_path(s) == LOSS_HF;
+    return stack_hf_trainer(s) && kept_of(stack_path(s)) != LOSS_COUNT;
 }
 
 enum loss_path losspath_select(const struct train_config *c, const char *model_type)
@@ -333,8 +363,8 @@ enum loss_path losspath_select(const struct train_config *c, const char *model_t
     /* torchtitan's TP keeps the loss vocab-parallel (activations.h act_seq_parallel) */
     if (c->stack == STACK_TORCHTITAN && c->tp > 1 && (c->features & FEAT_SEQ_PARALLEL))
         return LOSS_LOSS_PARALLEL;
-    if ((c->features & FEAT_OUTPUTS_KEPT) && losspath_outputs_kept(c->stack))
-        return LOSS_OUTPUTS_KEPT;
+    if ((c->features & (FEAT_OUTPUTS_KEPT | FEAT_OUTPUTS_UNTIL_STEP)) && losspath_outputs_kept(c->stack))
+        return kept_of(stack_path(c->stack));
     if (model_type && strcmp(model_type, "qwen") == 0) /* the model's own remote code */
         return LOSS_QWEN1;
     /* HF Trainer patches the model's forward with Liger's (use_liger_kernel): training with
@@ -388,6 +418,18 @@ static uint64_t units(enum lp_size s, enum lp_class k, uint32_t b)
     default:
         return ea;
     }
+}
+
+uint64_t losspath_kept_logits(enum stack s, enum precision p)
+{
+    if (!losspath_outputs_kept(s))
+        return 0;
+    const enum loss_path lp = kept_of(stack_path(s));
+    const uint8_t slot = paths[lp].ev[paths[lp].n - 1].slot; /* the kept path frees it last */
+    for (size_t i = 0; i < paths[lp].n; i++)
+        if (paths[lp].ev[i].alloc && paths[lp].ev[i].slot == slot)
+            return units(paths[lp].ev[i].size, losspath_class(p), 1) / LP_UNIT;
+    return 0;
 }
 
 /* The allocated peak of the first n events at micro-batch b, in 1/LP_UNIT bytes. */

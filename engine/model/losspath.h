@@ -38,7 +38,9 @@ enum loss_path {
     LOSS_LITGPT_LORA_FIRST, /* ... the run's first step: no previous step's logits */
     LOSS_LITGPT_FULL_FIRST,
     LOSS_OUTPUTS_KEPT,/* the hf path in a loop that keeps `outputs` (its 16-bit logits) past
-                         the step (PEFT's MetaMathQA run.py) */
+                         the loss's backward (PEFT's MetaMathQA run.py, Answer.AI's train.py) */
+    LOSS_HF446_KEPT,  /* ... the hf-4.46 path (the 16-bit logits) */
+    LOSS_HF431_KEPT,  /* ... the hf-4.31 path (the fp32 logits the forward returns) */
     LOSS_COMPILED_CE, /* cross_entropy(logits.float()) under torch.compile (torchtitan's
                          compiled loss): no fp32 tensor of N x V */
     LOSS_LOSS_PARALLEL, /* torchtitan under TP: torch's loss_parallel handlers on the rank's
@@ -56,10 +58,18 @@ const char *loss_path_name(enum loss_path lp);
 /* The library code path lp follows (file and commit), for explain --detail. */
 const char *losspath_source(enum loss_path lp);
 
-/* @return whether a loop that keeps `outputs` (FEAT_OUTPUTS_KEPT, LOSS_OUTPUTS_KEPT) is
- *         modelled on stack s: an HF Trainer stack whose own path is hf's (hf, hf-4.49),
- *         where `outputs` hold the 16-bit logits; older transformers' hold the fp32 ones. */
+/* @return whether a loop that keeps the model's `outputs` past the loss's backward (features
+ *         outputs-kept, outputs-until-step) is modelled on stack s: a transformers stack
+ *         whose own path is hf's, hf-4.46's or hf-4.31's, where `outputs.logits` is the
+ *         tensor the model's forward returns (16-bit from 4.46, fp32 in 4.31 .. 4.45); TRL's
+ *         stacks hold other logits-sized tensors in their own compute_loss. */
 bool losspath_outputs_kept(enum stack s);
+
+/* @return the bytes per token and vocabulary entry of the logits that a loop keeping the
+ *         model's `outputs` holds past the loss on stack s in precision p (the tensor its
+ *         kept path frees last: 2 for 16-bit logits, 4 for fp32 ones), or 0 where that loop
+ *         is not modelled (losspath_outputs_kept). */
+uint64_t losspath_kept_logits(enum stack s, enum precision p);
 
 /* The loss path a configuration's stack and features run; model_type (config.json) names
  * models whose own code computes the loss ("qwen": Qwen v1 remote code). */

@@ -412,28 +412,35 @@ static void kept_logits(const struct train_config *c, uint64_t ea, struct mem_pr
     mp->fwd_logits_tok = mp->prev_logits_tok + (train_fabric_loop(c) ? ea : 0);
 }
 
-/* A loop that keeps the model's `outputs` as a plain local (feature outputs-kept: PEFT's
- * method_comparison/MetaMathQA/run.py L213-215 @5fe7f8f8, 8be1a16f, 51c2ff66:
- * `outputs = model(**batch, ...)`, never deleted) holds them from its forward until the
- * next step's forward returns and rebinds the name: the 16-bit logits (e_a per token and
- * vocab entry; the loss path LOSS_OUTPUTS_KEPT keeps them through backward) and, since
- * the loop passes no use_cache=False and config.json's use_cache is true, the DynamicCache
+/* A loop that keeps the model's `outputs` as a plain local holds them from its forward on:
+ * - feature outputs-kept (PEFT's method_comparison/MetaMathQA/run.py L213-215 @5fe7f8f8,
+ *   8be1a16f, 51c2ff66: `outputs = model(**batch, ...)`, never deleted) until the next
+ *   step's forward returns and rebinds the name, so the previous step's are alive through
+ *   this one's forward;
+ * - feature outputs-until-step (Answer.AI fsdp_qlora train.py @50efa1e: `output = None`
+ *   after optimizer.step(), L874) through the backward and the optimizer step only.
+ * They hold the logits the forward returned (losspath_kept_logits: 16-bit from transformers
+ * 4.46, fp32 before; the kept loss paths keep them through the loss's backward) and, since
+ * neither loop passes use_cache=False and config.json's use_cache is true, the cache
  * transformers' LlamaModel.forward builds: every block's K (after RoPE) and V, kv_heads x
- * head_dim each, not repeated for GQA. Under gradient checkpointing transformers turns
- * use_cache off in training ("use_cache=True is incompatible with gradient checkpointing"),
- * so then only the logits are kept. */
+ * head_dim each, not repeated for GQA (DynamicCache, or before 4.36 the tuple of them).
+ * Under gradient checkpointing transformers turns use_cache off in training ("use_cache=True
+ * is incompatible with gradient checkpointing"), so then only the logits are kept. */
 static void kept_outputs(const struct model_plan *p, const struct train_config *c, uint64_t ea,
                          struct mem_prepared *mp)
 {
     const struct model_spec *m = &p->spec;
     kept_logits(c, ea, mp);
-    if (!(c->features & FEAT_OUTPUTS_KEPT))
+    const uint64_t lg = losspath_kept_logits(c->stack, c->precision);
+    if (!(c->features & (FEAT_OUTPUTS_KEPT | FEAT_OUTPUTS_UNTIL_STEP)) || !lg)
         return;
-    mp->kept_logits_tok = mp->prev_logits_tok = ea;
-    mp->fwd_logits_tok = ea;
+    const bool next = (c->features & FEAT_OUTPUTS_KEPT) != 0; /* into the next forward */
+    mp->kept_logits_tok = lg;
+    mp->prev_logits_tok = mp->fwd_logits_tok = next ? lg : 0;
     if (!c->grad_ckpt && !c->ckpt_selective)
         mp->kept_tok = 2 * ea * (uint64_t)(m->kv_heads * m->head_dim) * (uint64_t)m->layers /
                        (uint64_t)c->tp;
+    mp->kept_prev_tok = next ? mp->kept_tok : 0;
 }
 
 /* What torch's pipelining keeps of each micro-batch at the stage boundary until the next
@@ -770,7 +777,8 @@ static void replay_setup(const struct model_plan *p, const struct train_config *
      * more than gpu-25min-00 (one GPU, same run), its buckets 4.604. */
     const bool ddp = c->method == METHOD_CDP && c->tp == 1 && c->dp == c->gpus && c->gpus > 1;
     if ((!one && !fsdp2 && !ddp) || c->stack != STACK_HF || c->ckpt_selective || !replay_family(m) ||
-        (c->features & FEAT_FLASH_ATTN) || (!one && (c->features & FEAT_EMPTY_CACHE)))
+        (c->features & FEAT_FLASH_ATTN) || (!one && (c->features & FEAT_EMPTY_CACHE)) ||
+        (c->features & FEAT_OUTPUTS_UNTIL_STEP)) /* the op lists keep `outputs` to the next forward */
         return;
     mp->replay_shards = fsdp2 ? (uint32_t)c->dp : 0;
     mp->replay_fsdp1 = fsdp1;

@@ -108,6 +108,7 @@ struct mem_prepared {
                                              input's bytes an element */
     uint64_t comm_tok;       /* TP gather buffer per token */
     uint64_t kept_tok;       /* the KV cache a loop keeps in `outputs`, per token (all blocks) */
+    uint64_t kept_prev_tok;  /* ... the previous step's, alive through this one's forward */
     uint64_t held_tok;       /* what a kept graph's ctx attributes hold, per token (all blocks;
                               * act_bnb_held_tok) */
     bool held_prev;          /* ... the previous step's is there through this one's forward */

@@ -133,12 +133,12 @@ static void act_coeffs(const struct mem_prepared *mp, uint64_t lay, uint64_t *ac
     const uint64_t saved = bytes_mul(per_block, (uint64_t)mp->act_layers[0]);
     const uint64_t saved_last = bytes_mul(per_block, (uint64_t)mp->act_layers[1]);
     const uint64_t recompute = bytes_add(mp->ckpt ? lay : 0, mp->bwd_tok);
-    /* a loop's kept KV cache (kept_outputs): this step's from its forward on, and during
-     * the forward the previous step's (the same lengths) beside it */
+    /* a loop's kept KV cache (kept_outputs): this step's from its forward on, and under
+     * outputs-kept the previous step's (the same lengths) beside it during the forward */
     const uint64_t kv = mp->kept_tok;
     for (int ph = 0; ph < PHASE_COUNT; ph++) /* phases without activations of their own */
         act[ph] = 0;
-    act[PHASE_FORWARD] = bytes_add(bytes_add(saved, mp->tail_fwd ? mp->tail_tok : 0), bytes_add(kv, kv));
+    act[PHASE_FORWARD] = bytes_add(bytes_add(saved, mp->tail_fwd ? mp->tail_tok : 0), bytes_add(kv, mp->kept_prev_tok));
     act[PHASE_LOSS] = bytes_add(bytes_add(saved_last, mp->tail_tok), kv);
     act[PHASE_BWD_LAST] = bytes_add(bytes_add(saved_last, recompute), kv);
     act[PHASE_BWD_FIRST] = bytes_add(bytes_add(bytes_add(per_block, bytes_mul(per_block, (uint64_t)mp->act_extra_bwd)),

@@ -188,6 +188,10 @@ bool stack_hf_bool_mask(enum stack s);
 /* FSDP1 units that hold LoRA's adapters beside the frozen block weights: a wrap policy of
  * whole blocks without peft's fsdp_auto_wrap_policy (train_mixed_units) */
 #define FEAT_FSDP_MIXED_UNITS (UINT64_C(1) << 43)
+/* the loop keeps the model's `outputs` (logits, KV cache) through the backward and the
+ * optimizer step and drops them before the next forward (Answer.AI fsdp_qlora train.py:
+ * `output = None` after optimizer.step(), L874 @50efa1e) */
+#define FEAT_OUTPUTS_UNTIL_STEP (UINT64_C(1) << 44)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))
