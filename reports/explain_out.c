@@ -166,6 +166,10 @@ static void text_verdict(const struct explanation *x, FILE *f)
     if (x->side_pool)
         fprintf(f, "\nside pool  %.3f GiB reserved by %s (in every phase's reserved, not in allocated)",
                 units_gib(x->side_pool), x->side_pool_stream);
+    if (x->wrap_reserved)
+        fprintf(f, "\nwrap       %.3f GiB reserved when FSDP1's wrap of CPU-resident weights returns, %.3f of "
+                "them cached and free (a floor under each phase's default-stream reserved)",
+                units_gib(x->wrap_reserved), units_gib(x->wrap_reserved - x->wrap_allocated));
     if (x->paged)
         fprintf(f, "\npaged      %.3f GiB of optimizer states in managed memory (bitsandbytes): %.3f GiB on the "
                 "GPU beside the reserved pool, %.3f GiB to host and back each step; the largest parameter's "

@@ -99,6 +99,9 @@ static const char *apply_features(const char *list, struct train_config *c)
         {"seq-parallel", FEAT_SEQ_PARALLEL, 0, NULL},
         {"outputs-kept", FEAT_OUTPUTS_KEPT, 0, NULL},
         {"outputs-until-step", FEAT_OUTPUTS_UNTIL_STEP, 0, NULL},
+        /* FSDP1 moved CPU-resident units and its wrap's cache stayed (fsdpwrap.h) */
+        {"cpu-init", FEAT_WRAP_CACHE, 0, NULL},
+        {"sync-states", FEAT_SYNC_STATES, 0, NULL},
         {"compiled-loss", FEAT_COMPILED_LOSS, 0, NULL},
         {"fsdp-end-units", FEAT_FSDP_END_UNITS, 0, NULL},
         {"empty-cache", FEAT_EMPTY_CACHE, 0, NULL},

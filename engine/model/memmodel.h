@@ -79,6 +79,11 @@ struct mem_prepared {
                                 pool between zero_grad and the next reduction,
                                 memmodel.c fsdp2_rs_pool); the allocator releases those
                                 before it fails, so they never decide a fit */
+    uint64_t wrap_reserved;  /* FSDP1's wrap from CPU-resident weights (feature cpu-init):
+                                what it left reserved on the default stream, its shards and
+                                its cache (fsdpwrap.h); a floor under each phase's own
+                                default-stream reserved, never held; 0 = none */
+    uint64_t wrap_allocated; /* ... of it in use when the wrap returns (the shards) */
     bool phase_on[PHASE_COUNT];
     /* per-token coefficients of the batch-dependent terms (bytes) */
     uint64_t layer_tok;      /* one block's saved activations per token */

@@ -361,7 +361,7 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     memmodel_seq(mp, c->seq_len, &ms);
     point_parts(c, mp, &ms, &x);
     const uint64_t base = bytes_add(opt->base_bytes, mp->nccl);
-    uint64_t held = 0;
+    uint64_t held = 0, wrap_floor = 0;
     for (int ph = 0; ph < PHASE_COUNT; ph++) {
         if (!mp->phase_on[ph])
             continue;
@@ -375,7 +375,12 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         for (int k = TERM_PARAMS; k < TERM_COUNT; k++)
             alloc = bytes_add(alloc, row[k]);
         const uint64_t others = phase_others(opt, mp, &x, ph);
-        e->phase_reserved[ph] = bytes_add(bytes_add(others, x.lg_res[ph]), mp->stream_free[ph]);
+        /* the default stream's own, at least what FSDP1's wrap left (memmodel.c wrap_cache) */
+        uint64_t own = bytes_add(others, x.lg_res[ph]);
+        own = own > mp->wrap_reserved ? own : mp->wrap_reserved;
+        e->phase_reserved[ph] = bytes_add(own, mp->stream_free[ph]);
+        wrap_floor = wrap_floor > bytes_add(mp->wrap_reserved, mp->stream_free[ph])
+                         ? wrap_floor : bytes_add(mp->wrap_reserved, mp->stream_free[ph]);
         if (alloc > e->allocated)
             e->allocated = alloc;
         if (e->phase_reserved[ph] > e->reserved)
@@ -394,6 +399,7 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         if (r) {
             e->reserved_phases = e->reserved;
             e->reserved = r > e->allocated ? r : e->allocated;
+            e->reserved = e->reserved > wrap_floor ? e->reserved : wrap_floor;
         }
     }
     e->step_end = merge_segment(c, mp);

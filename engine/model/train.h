@@ -192,6 +192,11 @@ bool stack_hf_bool_mask(enum stack s);
  * optimizer step and drops them before the next forward (Answer.AI fsdp_qlora train.py:
  * `output = None` after optimizer.step(), L874 @50efa1e) */
 #define FEAT_OUTPUTS_UNTIL_STEP (UINT64_C(1) << 44)
+/* FSDP1 wrapped CPU-resident weights (moving each unit to the GPU) and the cache its wrap
+ * left stays into training (fsdpwrap.h; feature cpu-init) */
+#define FEAT_WRAP_CACHE (UINT64_C(1) << 45)
+/* ... with sync_module_states: the wrap broadcasts each unit in flat buckets (fsdpwrap.h) */
+#define FEAT_SYNC_STATES (UINT64_C(1) << 46)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))

@@ -69,6 +69,8 @@ int explanation_build(struct explanation *x, struct sweep *s, uint32_t model,
         x->side_pool = mp.side_pool;
         x->side_pool_stream = train_fsdp1(&pt->cfg) ? "FSDP1's pre-unshard stream"
                                                     : "FSDP2's all-gather copy-in stream";
+        x->wrap_reserved = mp.wrap_reserved;
+        x->wrap_allocated = mp.wrap_allocated;
         x->paged = mp.paged;
         x->paged_one = mp.paged_one;
     }

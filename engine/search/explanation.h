@@ -57,6 +57,8 @@ struct explanation {
                                        FSDP1's pre-unshard one (in the phases' reserved;
                                        memmodel.h mem_prepared) */
     const char *side_pool_stream;   /* which of the two, in words */
+    uint64_t wrap_reserved, wrap_allocated; /* what FSDP1's wrap left reserved and in use
+                                       (feature cpu-init; memmodel.h mem_prepared); 0: none */
     uint64_t paged, paged_one;      /* paged optimizer states: all, the largest parameter's */
     int nchanges;                   /* what to change when it does not fit */
     struct answer_change changes[ANSWER_SUGGEST_MAX];
