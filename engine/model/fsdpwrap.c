@@ -143,7 +143,11 @@ static size_t block_units(struct wrap *w, const struct model_plan *p, size_t i, 
 int fsdpwrap_replay(const struct model_plan *p, const struct train_config *c, bool sync_states,
                     struct fsdpwrap_result *out)
 {
-    if (!train_fsdp1(c) || c->dp < 2 || c->tp > 1)
+    /* FSDP1's flat parameters (not FSDP2's fully_shard), data parallel only; any base,
+     * quantized ones too (train_fsdp1 names the regimes the side pools were measured in) */
+    const uint64_t flat = FEAT_FSDP | FEAT_FSDP_FLAT;
+    if ((c->features & flat) != flat || (c->features & FEAT_FSDP_MP) || c->method != METHOD_ADP ||
+        c->dp < 2 || c->tp > 1)
         return -1;
     /* every unit leaves a shard; the cache holds about two units' tensors at a time */
     const size_t cap = 8 * p->tensors.n + 4096;

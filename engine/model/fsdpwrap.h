@@ -41,8 +41,9 @@ struct fsdpwrap_result {
 /* Replays the wrap of configuration c (FSDP1, FULL_SHARD over c->dp ranks, a unit per block
  * and the root, LoRA's adapters units of their own unless train_mixed_units) through the
  * allocator model, starting from an empty cache; sync_states adds step 2.
- * @return 0 with *out, or -1 when c is not FSDP1 over two ranks or more, or the model runs
- *         out of memory for its blocks. */
+ * @return 0 with *out, or -1 when c is not FSDP1 (flat parameters, method adp, no TP) over
+ *         two ranks or more, a unit has more than 96 parameters (MoE blocks), or the model
+ *         runs out of memory for its blocks. */
 int fsdpwrap_replay(const struct model_plan *p, const struct train_config *c, bool sync_states,
                     struct fsdpwrap_result *out);
 

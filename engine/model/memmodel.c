@@ -779,7 +779,7 @@ static bool replay_fsdp2(const struct train_config *c)
 static bool replay_fsdp1(const struct train_config *c)
 {
     return train_fsdp1(c) && c->dp == c->gpus && (c->finetune == FT_FULL || c->finetune == FT_LORA) &&
-           c->precision != PREC_FP16;
+           c->quant == QUANT_NONE && c->precision != PREC_FP16;
 }
 
 static void replay_setup(const struct model_plan *p, const struct train_config *c,

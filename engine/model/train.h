@@ -291,14 +291,16 @@ static inline bool train_fsdp_half_gather(const struct train_config *c)
 }
 /* FSDP1 (flat parameters, the hf stacks' FSDP) sharding a data-parallel run over 2 or more
  * ranks in the regimes our rows measured (datasets/measured/h200-20261127-fsdp1*.csv):
- * 16-bit parameters, or accelerate's MixedPrecision over fp32 ones; no tensor parallelism,
- * quantized base or accumulation (no_sync keeps unsharded gradients). Its side-stream pools
- * (streamfree.c) and its replayed steps (memmodel.c replay_fsdp1) take this. */
+ * 16-bit parameters, or accelerate's MixedPrecision over fp32 ones; no tensor parallelism
+ * or accumulation (no_sync keeps unsharded gradients). A quantized base's flat parameters
+ * are its packed storage, gathered by the same _unshard (since stop 38; no row of ours
+ * measures it). Its side-stream pools (streamfree.c) and its replayed steps (memmodel.c
+ * replay_fsdp1, unquantized only) take this. */
 static inline bool train_fsdp1(const struct train_config *c)
 {
     const uint64_t flat = FEAT_FSDP | FEAT_FSDP_FLAT;
     return (c->features & flat) == flat && !(c->features & (FEAT_FSDP_MP | FEAT_GRAD_ACCUM)) &&
-           c->method == METHOD_ADP && c->tp == 1 && c->dp > 1 && c->quant == QUANT_NONE &&
+           c->method == METHOD_ADP && c->tp == 1 && c->dp > 1 &&
            (train_fsdp_half_gather(c) || c->precision == PREC_BF16_PURE);
 }
 /* FSDP2 (fully_shard: FEAT_FSDP without FSDP1's flat parameters) with no

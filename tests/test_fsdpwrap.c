@@ -1,0 +1,123 @@
+/* test_fsdpwrap.c: FSDP1's wrap from CPU-resident weights through the allocator model
+ * (engine/model/fsdpwrap.c), worked by hand on a model whose block tensors are 32 MiB each:
+ * hidden 4096, 32 heads of 128 (k and v as wide as q), intermediate 4096, two layers,
+ * vocabulary 4096, untied lm_head; bf16-pure full fine-tuning over two FSDP1 ranks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "fsdpwrap.h"
+#include "memmodel.h"
+#include "tiny_model.h"
+
+#define MiB (UINT64_C(1) << 20)
+
+static struct model_plan plan;
+
+static int setup(void **state)
+{
+    (void)state;
+    return llama_test_plan(&plan, "wide", (const int64_t[8]){2, 4096, 32, 32, 128, 4096, 4096, 128});
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    plan_free(&plan);
+    return 0;
+}
+
+static struct train_config fsdp1_config(void)
+{
+    struct train_config c = tiny_base_config();
+    c.method = METHOD_ADP;
+    c.gpus = c.dp = 2;
+    c.features = FEAT_FSDP | FEAT_FSDP_FLAT;
+    return c;
+}
+
+/* A block: seven 32 MiB weights (each its own segment: above 10 MiB a segment is the
+ * request rounded to 2 MiB) and two 8 KiB norms (a 2 MiB small segment). Its flat
+ * parameter, 224 MiB + 16 KiB, takes a 226 MiB segment (113 x 2 MiB); its shard, half of
+ * that, 57 x 2 MiB. Block 0 cuts them all: 7 x 32 + 226 + 114 MiB + the small 2. Block 1
+ * finds its weights' and flat's blocks free (exact and best fit) and cuts only its shard:
+ * 114 MiB more. The root (embedding and lm_head, 32 MiB each, and the final norm) fits
+ * into two of the free 32 MiB blocks, its flat (64 MiB + 8 KiB) and shard (32 MiB + 4 KiB)
+ * into the free 226 MiB segment: nothing more. Reserved 224 + 226 + 2 + 228 = 680 MiB; in
+ * use the three shards, 2 x (112 MiB + 8 KiB) + 32 MiB + 4 KiB. With sync_module_states
+ * the bucket (all nine tensors, below 250 MiB: one cat) cuts the 226 MiB segment first
+ * and the flat reuses it: the same. */
+static void test_by_hand(void **state)
+{
+    (void)state;
+    const struct train_config c = fsdp1_config();
+    struct fsdpwrap_result r;
+    assert_int_equal(fsdpwrap_replay(&plan, &c, false, &r), 0);
+    assert_int_equal(r.reserved, 680 * MiB);
+    assert_int_equal(r.allocated, 2 * (112 * MiB + 8192) + 32 * MiB + 4096);
+    assert_int_equal(fsdpwrap_replay(&plan, &c, true, &r), 0);
+    assert_int_equal(r.reserved, 680 * MiB);
+}
+
+/* Only FSDP1 over two ranks or more: one rank, FSDP2 (no flat parameters), DDP. */
+static void test_not_fsdp1(void **state)
+{
+    (void)state;
+    struct train_config c = fsdp1_config();
+    struct fsdpwrap_result r;
+    c.dp = c.gpus = 1;
+    assert_int_equal(fsdpwrap_replay(&plan, &c, false, &r), -1);
+    c = fsdp1_config();
+    c.features = FEAT_FSDP;
+    assert_int_equal(fsdpwrap_replay(&plan, &c, false, &r), -1);
+    c = fsdp1_config();
+    c.method = METHOD_CDP;
+    assert_int_equal(fsdpwrap_replay(&plan, &c, false, &r), -1);
+}
+
+/* In the phases (feature cpu-init): the wrap's reserved is a floor under each phase's
+ * default-stream reserved, never in the held peak (device) or the allocated one. LoRA r 8
+ * on q and v over the frozen base, one 8-token sample: the step asks for far less than the
+ * wrap left, so the floor and the side pools decide reserved; without the feature it is
+ * below that. */
+static void test_floor(void **state)
+{
+    (void)state;
+    struct train_config c = fsdp1_config();
+    c.finetune = FT_LORA;
+    c.lora_r = 8;
+    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
+    c.micro_batch = 1;
+    struct fsdpwrap_result w;
+    assert_int_equal(fsdpwrap_replay(&plan, &c, false, &w), 0);
+    struct mem_estimate plain, kept;
+    tiny_predict(&plan, &c, &plain);
+    c.features |= FEAT_WRAP_CACHE;
+    tiny_predict(&plan, &c, &kept);
+    /* every phase's own default-stream reserved is below the floor, so each phase reserves
+     * the floor and its side streams' pools beside it */
+    const struct mem_options o = {.paper = false, .base_bytes = 1 << 20};
+    struct mem_prepared mp;
+    memmodel_prepare(&plan, &c, &o, &mp);
+    uint64_t side = 0;
+    for (int ph = 0; ph < PHASE_COUNT; ph++)
+        side = mp.phase_on[ph] && mp.stream_free[ph] > side ? mp.stream_free[ph] : side;
+    assert_int_equal(mp.wrap_reserved, w.reserved);
+    assert_true(plain.reserved < w.reserved + side);
+    assert_int_equal(kept.reserved, w.reserved + side);
+    assert_int_equal(kept.device, plain.device);
+    assert_int_equal(kept.allocated, plain.allocated);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_by_hand),
+        cmocka_unit_test(test_not_fsdp1),
+        cmocka_unit_test(test_floor),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
