@@ -375,12 +375,12 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         for (int k = TERM_PARAMS; k < TERM_COUNT; k++)
             alloc = bytes_add(alloc, row[k]);
         const uint64_t others = phase_others(opt, mp, &x, ph);
-        /* the default stream's own, at least what FSDP1's wrap left (memmodel.c wrap_cache) */
+        /* at least what FSDP1's wrap left and what cannot use its cache (memmodel.c wrap_cache) */
         uint64_t own = bytes_add(others, x.lg_res[ph]);
-        own = own > mp->wrap_reserved ? own : mp->wrap_reserved;
+        own = own > mp->wrap_floor[ph] ? own : mp->wrap_floor[ph];
         e->phase_reserved[ph] = bytes_add(own, mp->stream_free[ph]);
-        wrap_floor = wrap_floor > bytes_add(mp->wrap_reserved, mp->stream_free[ph])
-                         ? wrap_floor : bytes_add(mp->wrap_reserved, mp->stream_free[ph]);
+        wrap_floor = wrap_floor > bytes_add(mp->wrap_floor[ph], mp->stream_free[ph])
+                         ? wrap_floor : bytes_add(mp->wrap_floor[ph], mp->stream_free[ph]);
         if (alloc > e->allocated)
             e->allocated = alloc;
         if (e->phase_reserved[ph] > e->reserved)
