@@ -348,7 +348,7 @@ GPU_NEXT = [
     # tokens). Since stop 38 the model replays the wrap (engine/model/fsdpwrap.c) and takes
     # its reserved as a floor. Its layout on TinyLlama (32k vocabulary, so the step's demand
     # stays below the wrap's floor), 128 tokens, the wrap's cache kept and emptied; the
-    # model's prediction (`explain --measured`): reserved 2.232 GiB kept, 1.977 emptied,
+    # model's prediction (`explain --measured`): reserved 2.566 GiB kept, 1.977 emptied,
     # allocated 1.854 both:
     c(TL, "bf16-pure", "lora", r=64, targets="q+k+v+gate+up+down", mb=1, seq=128, ckpt="on",
       method="fsdp1", gpus=2, features=["cpu-init"]),
