@@ -181,7 +181,6 @@ static void interleaved_held(const struct model_plan *p, const struct train_conf
     }
 }
 
-
 /* FSDP1's wrap from CPU-resident weights leaves its shards and freed blocks reserved on the
  * default stream (fsdpwrap.h), and reserved never shrinks without empty_cache. The cached
  * blocks serve the step's default-stream requests where they fit, so a step that asks for
