@@ -1,11 +1,13 @@
 /* fsdpwrap.c: FSDP1's wrap from CPU-resident weights through the allocator model
- * (fsdpwrap.h cites the steps). Runs once per configuration, never per point. */
+ * (fsdpwrap.h cites the steps), and its floor under the phases. Runs once per configuration,
+ * never per point. */
 #include "fsdpwrap.h"
 
 #include <stdlib.h>
 
 #include "allocsim.h"
 #include "memmodel.h"
+#include "resident.h"
 
 /* PARAM_BROADCAST_BUCKET_SIZE (torch/distributed/fsdp/_init_utils.py): 250 MiB */
 #define BUCKET_BYTES (UINT64_C(250) << 20)
@@ -176,4 +178,42 @@ int fsdpwrap_replay(const struct model_plan *p, const struct train_config *c, bo
     *out = (struct fsdpwrap_result){.reserved = s->reserved, .allocated = s->allocated};
     free(blocks);
     return w.failed || full ? -1 : 0;
+}
+
+/* Each phase's floor. The wrap leaves its shards and freed blocks reserved on the default
+ * stream, and reserved never shrinks without empty_cache. The cached
+ * blocks serve the step's default-stream requests where they fit, so a step that asks for
+ * more than the cache holds reserves what it would have without it (measured: gpu-residue's
+ * cpu-init rows reserved at most 0.09 GiB more than their twins with the cache emptied).
+ * What cannot go into those blocks is beside them, a floor under each phase's reserved:
+ * - other streams' tensors (get_free_block matches the stream): FSDP1's gathered units on
+ *   its unshard stream (the phase's comm term) and its sharded gradients, the
+ *   reduce-scatter outputs of its post-backward stream (streampool.h);
+ * - small requests (at most 1 MiB: get_pool hands them the small pool, whose segments the
+ *   wrap's large blocks are not): LoRA's optimizer states and step temporaries, where every
+ *   adapter is a unit of its own, in the share of its trained tensors that small
+ *   (plan_trained_tensors). A full fine-tuning's or mixed unit's states are taken as fitting.
+ * The side pools' free parts stay beside the floor too (stream_free). */
+void fsdpwrap_phases(const struct model_plan *p, const struct train_config *c, const struct resident *r,
+                     struct mem_prepared *mp)
+{
+    struct fsdpwrap_result w;
+    if (!(c->features & FEAT_WRAP_CACHE) ||
+        fsdpwrap_replay(p, c, (c->features & FEAT_SYNC_STATES) != 0, &w) != 0)
+        return;
+    mp->wrap_reserved = w.reserved;
+    mp->wrap_allocated = w.allocated;
+    double small = 0.0;
+    if (c->finetune != FT_FULL && !train_mixed_units(c) && r->trained > 0) {
+        const double limit[2] = {(double)ALLOCSIM_SMALL_SIZE / (double)memmodel_trained_bytes(c) + 1.0, 0.0};
+        double below[2], largest;
+        plan_trained_tensors(p, c, (double)c->dp, limit, below, &largest);
+        const double sharded = r->trained / (double)c->dp; /* r->trained is before sharding */
+        small = below[0] < sharded ? below[0] / sharded : 1.0;
+    }
+    for (int ph = 0; ph < PHASE_COUNT; ph++) {
+        const uint64_t *f = mp->fixed[ph];
+        mp->wrap_floor[ph] = w.reserved + memmodel_round(f[TERM_COMM]) + memmodel_round(f[TERM_GRADS]) +
+                             memmodel_round((uint64_t)(small * (double)f[TERM_OPTIMIZER]));
+    }
 }

@@ -47,4 +47,13 @@ struct fsdpwrap_result {
 int fsdpwrap_replay(const struct model_plan *p, const struct train_config *c, bool sync_states,
                     struct fsdpwrap_result *out);
 
+struct resident;
+struct mem_prepared;
+
+/* The wrap in configuration c's phases (feature cpu-init, sync-states for step 2): fills
+ * mp->wrap_reserved, wrap_allocated and wrap_floor from the replay and the phases' fixed
+ * terms (r: c's resident terms), or leaves them 0 without the feature or the replay. */
+void fsdpwrap_phases(const struct model_plan *p, const struct train_config *c, const struct resident *r,
+                     struct mem_prepared *mp);
+
 #endif

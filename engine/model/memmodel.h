@@ -85,8 +85,8 @@ struct mem_prepared {
                                 default-stream reserved, never held; 0 = none */
     uint64_t wrap_allocated; /* ... of it in use when the wrap returns (the shards) */
     uint64_t wrap_floor[PHASE_COUNT]; /* ... with what each phase holds beside that cache
-                                (other streams' tensors, small-pool ones; memmodel.c
-                                wrap_cache): the least its own reserved can be; 0 = none */
+                                (other streams' tensors, small-pool ones; fsdpwrap.c
+                                fsdpwrap_phases): the least its own reserved can be; 0 = none */
     bool phase_on[PHASE_COUNT];
     /* per-token coefficients of the batch-dependent terms (bytes) */
     uint64_t layer_tok;      /* one block's saved activations per token */

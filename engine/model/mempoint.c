@@ -375,7 +375,7 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         for (int k = TERM_PARAMS; k < TERM_COUNT; k++)
             alloc = bytes_add(alloc, row[k]);
         const uint64_t others = phase_others(opt, mp, &x, ph);
-        /* at least what FSDP1's wrap left and what cannot use its cache (memmodel.c wrap_cache) */
+        /* at least what FSDP1's wrap left and what cannot use its cache (fsdpwrap.c fsdpwrap_phases) */
         uint64_t own = bytes_add(others, x.lg_res[ph]);
         own = own > mp->wrap_floor[ph] ? own : mp->wrap_floor[ph];
         e->phase_reserved[ph] = bytes_add(own, mp->stream_free[ph]);
