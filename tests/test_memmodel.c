@@ -639,87 +639,6 @@ static void test_offload(void **state)
     assert_int_equal(e.host, 4 * 202048 + 2 * 202048 / 4);
 }
 
-/* A loop that keeps `outputs` (feature outputs-kept), bf16-pure, full, b = 2, s = 8 (t = 16),
- * no checkpointing: the KV cache of both blocks, 2 x (k 32 + v 32) x 2 bytes = 256 per
- * token (4096), from the forward on, beside the previous step's during the forward
- * (8192 more there, with its 2-byte logits 2 x 16 x 1000 = 32000); after the loss the
- * logits stay (32000) through backward and the optimizer step; at the loss the path
- * keeps them through backward: 14 x 16 x 1000 = 224000 instead of hf's 192000. With
- * checkpointing transformers turns the cache off: only the logits stay. */
-static void test_outputs_kept(void **state)
-{
-    (void)state;
-    struct train_config c = tiny_base_config();
-    struct mem_estimate plain, kept;
-    tiny_predict(&plan, &c, &plain);
-    c.features |= FEAT_OUTPUTS_KEPT;
-    tiny_predict(&plan, &c, &kept);
-    assert_int_equal(kept.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
-                         plain.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 8192);
-    assert_int_equal(kept.phase[PHASE_FORWARD][TERM_LOGITS], 32000);
-    assert_int_equal(kept.phase[PHASE_LOSS][TERM_LOGITS], 224000);
-    assert_int_equal(kept.phase[PHASE_LOSS][TERM_ACTIVATIONS] -
-                         plain.phase[PHASE_LOSS][TERM_ACTIVATIONS], 4096);
-    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_ACTIVATIONS], 4096);
-    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_LOGITS], 32000);
-    assert_int_equal(kept.phase[PHASE_BWD_FIRST][TERM_LOGITS], 32000);
-    c.grad_ckpt = true;
-    tiny_predict(&plan, &c, &kept);
-    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_ACTIVATIONS], 0);
-    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_LOGITS], 32000);
-}
-
-/* A loop that drops `outputs` after the optimizer step (feature outputs-until-step), the
- * same run: this step's KV cache (4096) from the forward on, but no previous step's in the
- * forward, neither its cache nor its logits (0); at the loss the hf path keeps the 16-bit
- * logits through backward as outputs-kept's (224000), and on through the optimizer step
- * (32000). On transformers 4.31 .. 4.45 `outputs` hold the fp32 logits: 4 x 16 x 1000 =
- * 64000 after the loss, and at the loss the hf-4.31 path with them kept, 16 x 16 x 1000 =
- * 256000 (test_losspath test_older_outputs_kept). */
-static void test_outputs_until_step(void **state)
-{
-    (void)state;
-    struct train_config c = tiny_base_config();
-    struct mem_estimate plain, kept;
-    tiny_predict(&plan, &c, &plain);
-    c.features |= FEAT_OUTPUTS_UNTIL_STEP;
-    tiny_predict(&plan, &c, &kept);
-    assert_int_equal(kept.phase[PHASE_FORWARD][TERM_ACTIVATIONS] -
-                         plain.phase[PHASE_FORWARD][TERM_ACTIVATIONS], 4096);
-    assert_int_equal(kept.phase[PHASE_FORWARD][TERM_LOGITS], 0);
-    assert_int_equal(kept.phase[PHASE_LOSS][TERM_LOGITS], 224000);
-    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_ACTIVATIONS], 4096);
-    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_LOGITS], 32000);
-    c.stack = STACK_HF_431;
-    tiny_predict(&plan, &c, &kept);
-    assert_int_equal(kept.phase[PHASE_FORWARD][TERM_LOGITS], 0);
-    assert_int_equal(kept.phase[PHASE_LOSS][TERM_LOGITS], 256000);
-    assert_int_equal(kept.phase[PHASE_BWD_FIRST][TERM_LOGITS], 64000);
-    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_LOGITS], 64000);
-}
-
-/* torchtune @0217d44c's loop (feature logits-kept), bf16-pure, full, b = 2, s = 8 (t = 16):
- * the shifted fp32 copy, 4 x 16 x 1000 = 64000, stays through the blocks' backward and the
- * optimizer step and into the next forward; at the loss the path LOSS_KEPT holds it with
- * the rest: 16 x 16 x 1000 = 256000 (the copy, log_softmax's output, nll_loss's and
- * log_softmax's gradients). */
-static void test_logits_kept(void **state)
-{
-    (void)state;
-    struct train_config c = tiny_base_config();
-    struct mem_estimate plain, kept;
-    tiny_predict(&plan, &c, &plain);
-    c.features |= FEAT_LOGITS_KEPT;
-    tiny_predict(&plan, &c, &kept);
-    assert_int_equal(plain.phase[PHASE_BWD_FIRST][TERM_LOGITS], 0);
-    assert_int_equal(kept.phase[PHASE_FORWARD][TERM_LOGITS], 64000);
-    assert_int_equal(kept.phase[PHASE_BWD_LAST][TERM_LOGITS], 64000);
-    assert_int_equal(kept.phase[PHASE_BWD_FIRST][TERM_LOGITS], 64000);
-    assert_int_equal(kept.phase[PHASE_OPTIMIZER][TERM_LOGITS], 64000);
-    assert_int_equal(kept.phase[PHASE_LOSS][TERM_LOGITS], 256000);
-    assert_int_equal(kept.phase[PHASE_BWD_FIRST][TERM_ACTIVATIONS], plain.phase[PHASE_BWD_FIRST][TERM_ACTIVATIONS]);
-}
-
 /* The peak is the maximum over phases, and device = reserved + base (+ NCCL on 2+ GPUs). */
 static void test_peak_is_max_phase(void **state)
 {
@@ -908,8 +827,6 @@ int main(void)
         cmocka_unit_test(test_monotone),
         cmocka_unit_test(test_zero12),
         cmocka_unit_test(test_offload),
-        cmocka_unit_test(test_outputs_kept),         cmocka_unit_test(test_outputs_until_step),
-        cmocka_unit_test(test_logits_kept),
         cmocka_unit_test(test_empty_cache_replay),
         cmocka_unit_test(test_ds_default_bucket),
         cmocka_unit_test(test_fp8_allgather),
