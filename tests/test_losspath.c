@@ -245,6 +245,32 @@ static void test_older_outputs_kept(void **state)
     assert_int_equal(losspath_select(&c, "llama"), LOSS_TRL);
 }
 
+/* The events a whole-step replay runs (losspath_ops): hf-4.31's 16 in bf16-pure, the
+ * first 6 the model's forward, slot 1 (the fp32 logits L) allocated at 4 B an entry (1024
+ * in 1/256 B), slot 0 (H) at 2; no slot kept. Its kept form frees L last (slot 1 kept);
+ * under fp32 H is the 16-bit part only (SZ_HALF_ONLY: 0). Liger's path has no events. */
+static void test_ops(void **state)
+{
+    (void)state;
+    struct lp_ops o;
+    assert_int_equal(losspath_ops(LOSS_HF_431, LP_HALF, 1, &o), 0);
+    assert_int_equal(o.n, 16);
+    assert_int_equal(o.forward, 6);
+    assert_int_equal(o.outputs_slot, -1);
+    assert_true(o.op[0].alloc && o.op[0].slot == 0 && o.op[0].units == 2 * LOSSPATH_UNIT);
+    assert_true(o.op[1].alloc && o.op[1].slot == 1 && o.op[1].units == 4 * LOSSPATH_UNIT);
+    assert_true(!o.op[2].alloc && o.op[2].slot == 0);
+    assert_int_equal(losspath_ops(LOSS_HF431_KEPT, LP_HALF, 1, &o), 0);
+    assert_int_equal(o.outputs_slot, 1);
+    assert_true(!o.op[o.n - 1].alloc && o.op[o.n - 1].slot == 1);
+    assert_int_equal(losspath_ops(LOSS_HF431_KEPT, LP_FP32, 1, &o), 0);
+    assert_int_equal(o.op[0].units, 0);
+    assert_int_equal(losspath_ops(LOSS_OUTPUTS_KEPT, LP_HALF, 1, &o), 0);
+    assert_int_equal(o.outputs_slot, 0);
+    assert_int_equal(losspath_ops(LOSS_LIGER, LP_HALF, 1, &o), -1);
+    assert_int_equal(losspath_ops(LOSS_HF, LP_HALF, 0, &o), -1);
+}
+
 /* torchtitan's compiled loss, bf16: the 16-bit logits the compiled graph saves and the
  * 16-bit gradient its backward writes: 4, packed 2 + 2 segments, both in use at the peak. */
 static void test_compiled_ce(void **state)
@@ -367,7 +393,7 @@ int main(void)
         cmocka_unit_test(test_variable_orders),      cmocka_unit_test(test_lengths_cost),
         cmocka_unit_test(test_chunked),              cmocka_unit_test(test_select),
         cmocka_unit_test(test_outputs_kept),         cmocka_unit_test(test_compiled_ce),
-        cmocka_unit_test(test_older_outputs_kept),
+        cmocka_unit_test(test_older_outputs_kept),   cmocka_unit_test(test_ops),
         cmocka_unit_test(test_loss_parallel),        cmocka_unit_test(test_trl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

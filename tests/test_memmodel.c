@@ -761,7 +761,7 @@ static void check_replay(const struct model_plan *pl, struct train_config c, boo
         .hkv = (uint64_t)(m->kv_heads * m->head_dim), .inter = (uint64_t)m->intermediate,
         .vocab = (uint64_t)m->vocab, .heads = (uint64_t)m->heads, .layers = (int32_t)m->layers,
         .ew = 2, .full = true, .kv_repeat = false, /* packed: no padding mask, no repeat */
-        .kept = false,
+        .loss = LOSS_HF, .loss_class = losspath_class(c.precision), .kept = false,
     };
     struct stepreplay_result r;
     assert_int_equal(stepreplay_run(&sh, c.micro_batch, c.seq_len, 10, &r), 0);

@@ -35,14 +35,30 @@ static void test_batch_lengths(void **state)
     assert_int_equal(stepreplay_batch_len(1, 4, 20, 19), 1);
 }
 
+/* The loop: PEFT MetaMathQA's, which keeps `outputs` to the next forward (the outputs-kept
+ * path), or HF Trainer's (the hf path). */
+static void keep_outputs(struct stepreplay_shape *sh, bool kept)
+{
+    sh->kept = kept;
+    sh->loss = kept ? LOSS_OUTPUTS_KEPT : LOSS_HF;
+}
+
+/* Autocast on or off, and the loss path's precision class with it. */
+static void set_amp(struct stepreplay_shape *sh, bool amp)
+{
+    sh->amp = amp;
+    sh->loss_class = amp ? LP_MIXED : LP_HALF;
+}
+
 static struct stepreplay_shape tiny_shape(const struct model_plan *p, bool full)
 {
     const struct model_spec *m = &p->spec;
     struct stepreplay_shape sh = {
         .params = &p->tensors, .h = 64, .hq = 64, .hkv = 32, .inter = 128, .vocab = 1000,
         .heads = 4, .layers = (int32_t)m->layers, .ew = 2, .full = full, .kv_repeat = true,
-        .kept = true,
+        .loss_class = LP_HALF,
     };
+    keep_outputs(&sh, true);
     return sh;
 }
 
@@ -67,7 +83,7 @@ static void test_resident(void **state)
      * 68 x 32 x 2 = 4352 B (4608 rounded) each, four of them */
     assert_int_equal(stepreplay_batch_len(32, 4, 20, 9), 17);
     assert_int_equal(r.allocated, 4 * 406016 + 136192 + 4 * 4608);
-    sh.kept = false;
+    keep_outputs(&sh, false);
     assert_int_equal(stepreplay_run(&sh, 4, 32, 10, &r), 0);
     assert_int_equal(r.allocated, 4 * 406016);
 }
@@ -103,8 +119,8 @@ static void test_reserved_floor(void **state)
 static struct stepreplay_shape amp_shape(const struct model_plan *p, enum stepreplay_opt opt, bool ckpt)
 {
     struct stepreplay_shape sh = tiny_shape(p, true);
-    sh.kept = false;
-    sh.amp = true;
+    keep_outputs(&sh, false);
+    set_amp(&sh, true);
     sh.ckpt = ckpt;
     sh.opt = opt;
     return sh;
@@ -170,13 +186,13 @@ static void test_lora_steps(void **state)
     const uint32_t w[2] = {256, 200};
     struct stepreplay_result plain, amp, ckpt;
     struct stepreplay_shape sh = tiny_shape(&plan, false);
-    sh.kept = false;
+    keep_outputs(&sh, false);
     sh.lora_r = 8;
     sh.lora_targets = TARGETS_ATTN | TARGETS_MLP;
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &plain), 0);
     assert_int_equal(plain.allocated, 406016);
     assert_int_equal(plain.resident, 406016);
-    sh.amp = true;
+    set_amp(&sh, true);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &amp), 0);
     assert_int_equal(amp.allocated, 406016);
     assert_true(amp.peak_allocated < plain.peak_allocated);
@@ -201,7 +217,7 @@ static void test_eager_scores(void **state)
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &eager), 0);
     assert_true(eager.peak_allocated >= sdpa.peak_allocated + UINT64_C(2) * 1024 * (6144 - 144));
     assert_int_equal(eager.allocated, sdpa.allocated);
-    sh.kept = true; /* the outputs-kept loop runs SDPA only */
+    keep_outputs(&sh, true); /* the outputs-kept loop runs SDPA only */
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &eager), -1);
 }
 
@@ -210,7 +226,7 @@ static void test_eager_scores(void **state)
 static struct stepreplay_shape fsdp_shape(const struct model_plan *p, uint32_t shards)
 {
     struct stepreplay_shape sh = tiny_shape(p, true);
-    sh.kept = false;
+    keep_outputs(&sh, false);
     sh.shards = shards;
     sh.opt = STEPREPLAY_FOREACH;
     return sh;
@@ -325,6 +341,99 @@ static void test_fsdp_lora_steps(void **state)
     assert_int_equal(steps32(&sh, &r), -1);
 }
 
+/* Answer.AI's loop on transformers 4.31 (the hf-4.31 path, `output = None` after the
+ * optimizer step) with checkpointing, LoRA r 8 on every block Linear in bf16: the fp32
+ * logits L (4 B an entry) outlive the loss, so at the loss's backward they sit beside
+ * log_softmax's output and both gradients: 16 B an entry. Not kept, the peak is the loss's
+ * forward, L, its shifted copy and log_softmax's output (12 B) beside the lm_head's input
+ * (4 x 256 tokens x 64 x 2 B = 131072 B, which the frozen lm_head does not save): the peak
+ * rises by 4 x 256 x 1000 entries x 4 B less that, 3964928 B; after the last step nothing
+ * but the base is left. Outputs kept to the step's end without checkpointing (the
+ * cache's tensors are not in the op lists), or beside the outputs-kept loop, are refused. */
+static void test_until_step(void **state)
+{
+    (void)state;
+    const uint32_t w[2] = {256, 256};
+    struct stepreplay_result plain, until;
+    struct stepreplay_shape sh = tiny_shape(&plan, false);
+    keep_outputs(&sh, false);
+    sh.loss = LOSS_HF_431, sh.ckpt = true, sh.lora_r = 8, sh.lora16 = true;
+    sh.lora_targets = TARGETS_ATTN | TARGETS_MLP;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &plain), 0);
+    sh.loss = LOSS_HF431_KEPT, sh.until_step = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &until), 0);
+    assert_int_equal(until.peak_allocated, plain.peak_allocated + UINT64_C(4096000) - 131072);
+    assert_int_equal(until.allocated, 406016);
+    sh.ckpt = false;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &until), -1);
+    sh.ckpt = true, sh.kept = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &until), -1);
+    sh.kept = false, sh.until_step = false; /* a kept path needs a loop that keeps */
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &until), -1);
+}
+
+/* PEFT's lora_dropout (v0.10.0 Linear.forward: lora_A(dropout(x))) on bf16 adapters without
+ * checkpointing: each adapted Linear saves its dropped copy (2 B) and bool mask (1 B) a
+ * feature, where without dropout lora_A saved the Linear's input itself, one tensor shared
+ * by q, k and v (and by gate and up): a block's q, k, v, gate and up add 5 x 3 x 64 B a
+ * token and down 3 x 128, the shared inputs (2 x 2 x 64) no longer count: 1216 B a token
+ * more per block, so the peak rises; nothing stays after the steps. Dropout needs adapters
+ * in the base's dtype (lora16). */
+static void test_lora_dropout(void **state)
+{
+    (void)state;
+    const uint32_t w[2] = {256, 256};
+    struct stepreplay_result plain, drop;
+    struct stepreplay_shape sh = tiny_shape(&plan, false);
+    keep_outputs(&sh, false);
+    sh.lora_r = 8, sh.lora16 = true, sh.lora_targets = TARGETS_ATTN | TARGETS_MLP;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &plain), 0);
+    sh.dropout = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &drop), 0);
+    assert_true(drop.peak_allocated >= plain.peak_allocated + UINT64_C(2) * 1024 * 1216 / 2);
+    assert_int_equal(drop.allocated, 406016);
+    sh.lora16 = false;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &drop), -1);
+}
+
+/* LoRA on bitsandbytes 4-bit block Linears: each stores a quarter of its weights as 16-bit
+ * elements, 512-rounded: a block's q 64x64 -> 1024 x 2 B 2048, k and v 1024 each, o 2048,
+ * gate, up and down 4096 each, two norms 512 each: 19456; two blocks 38912, the 16-bit
+ * embedding and lm_head 128000 each, the final norm 512: 295424, all the replay keeps. Each
+ * matmul dequantizes its weight (gate's 8192 x 2 B, with double quantization after an fp32
+ * absmax of 128 x 4 B) and saves its input: the peak is no lower than the 16-bit base's less
+ * the weights' difference. A checkpointed step of one token shows the dequantized weight:
+ * on the 16-bit base the loss path's 12 B x 1000 entries (4096 B blocks), the checkpoints
+ * and the head's 512 B blocks stay under gate's 16384 B, which the 4-bit base's peak holds
+ * beside its weights. Not with full fine-tuning, nor with FSDP2's shards. */
+static void test_quant4(void **state)
+{
+    (void)state;
+    const uint32_t w[2] = {256, 256};
+    struct stepreplay_result base16, q;
+    struct stepreplay_shape sh = tiny_shape(&plan, false);
+    keep_outputs(&sh, false);
+    sh.lora_r = 8, sh.lora16 = true, sh.lora_targets = TARGETS_ATTN | TARGETS_MLP;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &base16), 0);
+    sh.quant4 = true, sh.nested = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &q), 0);
+    assert_int_equal(q.resident, 295424);
+    assert_int_equal(q.allocated, 295424);
+    assert_true(q.peak_allocated >= base16.peak_allocated - (406016 - 295424));
+    const uint32_t one = 1;
+    sh.ckpt = true;
+    assert_int_equal(stepreplay_steps(&sh, 1, &one, 1, &q), 0);
+    assert_true(q.peak_allocated >= 295424 + 16384);
+    sh.quant4 = false;
+    assert_int_equal(stepreplay_steps(&sh, 1, &one, 1, &base16), 0);
+    assert_true(base16.peak_allocated < 406016 + 16384);
+    sh.quant4 = true;
+    sh.shards = 2;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &q), -1);
+    sh.shards = 0, sh.full = true;
+    assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &q), -1);
+}
+
 /* Out of range: no steps, a zero width, a zero micro-batch, checkpointing with the kept
  * outputs (HF turns the cache off under checkpointing; the op list has no such loop). */
 static void test_steps_arguments(void **state)
@@ -340,14 +449,14 @@ static void test_steps_arguments(void **state)
     sh.ckpt = true;
     assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), -1);
     assert_int_equal(stepreplay_run(&sh, 4, 32, 1, &r), -1);
-    sh.kept = false;
+    keep_outputs(&sh, false);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), 0);
     /* FSDP2: full fine-tuning without autocast only; never the empty-cache loop */
     sh.shards = 2;
     assert_int_equal(stepreplay_run(&sh, 4, 32, 1, &r), -1);
-    sh.amp = true;
+    set_amp(&sh, true);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), -1);
-    sh.amp = false, sh.full = false;
+    set_amp(&sh, false), sh.full = false;
     assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), -1);
     sh.full = true;
     assert_int_equal(stepreplay_steps(&sh, 4, w, 1, &r), 0);
@@ -361,6 +470,9 @@ int main(void)
         cmocka_unit_test(test_reserved_floor),
         cmocka_unit_test(test_amp_resident),
         cmocka_unit_test(test_amp_loss_peak),
+        cmocka_unit_test(test_until_step),
+        cmocka_unit_test(test_lora_dropout),
+        cmocka_unit_test(test_quant4),
         cmocka_unit_test(test_lora_steps),
         cmocka_unit_test(test_eager_scores),
         cmocka_unit_test(test_fsdp2_steps),

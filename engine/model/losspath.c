@@ -44,7 +44,7 @@ struct lp_event {
     enum lp_size size; /* its bytes per token and vocabulary entry (alloc only) */
 };
 
-#define LP_SLOTS 10
+#define LP_SLOTS LOSSPATH_SLOTS
 #define A(slot, size) {true, (slot), (size)}
 #define F(slot) {false, (slot), SZ_COMPUTE}
 
@@ -387,7 +387,7 @@ enum lp_class losspath_class(enum precision p)
 /* Sizes are counted in 1/LP_UNIT of a byte per token and vocabulary entry, exact for
  * every size: one sample of the largest replayed micro-batch (32) of 16-bit logits is 1/16
  * of a byte. */
-#define LP_UNIT 256
+#define LP_UNIT LOSSPATH_UNIT
 
 /* The size of s in class k at micro-batch b (a power of two, 1 .. 32), in 1/LP_UNIT bytes. */
 static uint64_t units(enum lp_size s, enum lp_class k, uint32_t b)
@@ -429,6 +429,23 @@ uint64_t losspath_kept_logits(enum stack s, enum precision p)
     for (size_t i = 0; i < paths[lp].n; i++)
         if (paths[lp].ev[i].alloc && paths[lp].ev[i].slot == slot)
             return units(paths[lp].ev[i].size, losspath_class(p), 1) / LP_UNIT;
+    return 0;
+}
+
+int losspath_ops(enum loss_path lp, enum lp_class k, uint32_t batch, struct lp_ops *out)
+{
+    if ((unsigned)lp >= LOSS_COUNT || (unsigned)k >= LP_CLASS_COUNT || !paths[lp].ev ||
+        paths[lp].n > LOSSPATH_MAX_OPS || batch < 1)
+        return -1;
+    out->n = paths[lp].n;
+    out->forward = paths[lp].forward;
+    for (size_t i = 0; i < out->n; i++) {
+        const struct lp_event *e = &paths[lp].ev[i];
+        out->op[i] = (struct lp_op){e->alloc, e->slot, e->alloc ? (uint32_t)units(e->size, k, batch) : 0};
+    }
+    /* the paths kept_of gives the loops that keep `outputs` */
+    const bool keeps = lp == kept_of(LOSS_HF) || lp == kept_of(LOSS_HF_446) || lp == kept_of(LOSS_HF_431);
+    out->outputs_slot = keeps ? paths[lp].ev[paths[lp].n - 1].slot : -1;
     return 0;
 }
 

@@ -85,6 +85,29 @@ enum data_shape losspath_data_shape(const struct train_config *c);
 enum lp_class { LP_MIXED, LP_HALF, LP_FP32, LP_CLASS_COUNT };
 enum lp_class losspath_class(enum precision p);
 
+/* A loss path's events as a whole-step replay runs them (stepreplay.h): in order, each the
+ * allocation or the free of one of LOSSPATH_SLOTS tensors, allocations sized in
+ * 1/LOSSPATH_UNIT of a byte per token and vocabulary entry. */
+#define LOSSPATH_SLOTS 10
+#define LOSSPATH_UNIT 256
+#define LOSSPATH_MAX_OPS 32
+struct lp_op {
+    bool alloc;     /* allocate the slot, else free it */
+    uint8_t slot;
+    uint32_t units; /* allocations: bytes per token and vocabulary entry x LOSSPATH_UNIT */
+};
+struct lp_ops {
+    struct lp_op op[LOSSPATH_MAX_OPS];
+    size_t n;        /* events */
+    size_t forward;  /* the first events, which the model's forward runs */
+    int outputs_slot;/* the slot of `outputs.logits` a loop keeps past the loss (the path's
+                        last free: features outputs-kept, outputs-until-step), else -1 */
+};
+
+/* @return 0 with path lp's events in class k at micro-batch `batch` in *out; -1 for a bad
+ *         argument or Liger's path (no N x V tensor). */
+int losspath_ops(enum loss_path lp, enum lp_class k, uint32_t batch, struct lp_ops *out);
+
 /* Micro-batch buckets of the variable-length cost: 1, 2-3, 4-7, 8-15, 16-31, 32 and more
  * (a bucket is replayed at its smallest micro-batch). */
 #define LP_BATCH_BUCKETS 6

@@ -757,10 +757,42 @@ static bool replay_fsdp2(const struct train_config *c)
  * block and the root, full fine-tuning or LoRA (peft's fsdp_auto_wrap_policy: the adapters
  * are units of their own, left out) in bf16 (no GradScaler in the replay), every rank a
  * data-parallel one (train_fsdp1). */
+/* LoRA on bitsandbytes' 4-bit block Linears as the op lists run them (stepreplay.h quant4):
+ * the lm_head left 16-bit, no cast after dequantizing, norms and ends in the base's dtype
+ * (no k-bit preparation) */
+static bool replay_quant4(const struct train_config *c)
+{
+    return (c->finetune == FT_LORA || c->finetune == FT_QLORA) &&
+           (c->quant == QUANT_NF4 || c->quant == QUANT_NF4_DQ) &&
+           !(c->features & (FEAT_TORCHAO_NF4 | FEAT_QUANT_HEAD | FEAT_DEQUANT_CAST | FEAT_KBIT_PREP |
+                            FEAT_KBIT_TRL));
+}
+
 static bool replay_fsdp1(const struct train_config *c)
 {
-    return train_fsdp1(c) && c->dp == c->gpus && (c->finetune == FT_FULL || c->finetune == FT_LORA) &&
-           c->quant == QUANT_NONE && c->precision != PREC_FP16;
+    return train_fsdp1(c) && c->dp == c->gpus &&
+           (((c->finetune == FT_FULL || c->finetune == FT_LORA) && c->quant == QUANT_NONE) ||
+            (replay_quant4(c) && !train_mixed_units(c))) &&
+           c->precision != PREC_FP16;
+}
+
+/* The loops the op lists run (stepreplay.c head): HF Trainer's on transformers' own loss
+ * paths (hf, hf-4.46, hf-4.31; TRL's trainers add tensors of their own), or a loop that
+ * keeps `outputs`: to the next forward (not with checkpointing, which turns the cache off),
+ * or to the optimizer step's end (only with it: the cache's tensors are not in the op
+ * lists). */
+static bool replay_loop(const struct train_config *c, const struct model_spec *m)
+{
+    const enum loss_path lp = losspath_select(c, m->model_type);
+    const bool own = lp == LOSS_HF || lp == LOSS_HF_446 || lp == LOSS_HF_431 ||
+                     lp == LOSS_OUTPUTS_KEPT || lp == LOSS_HF446_KEPT || lp == LOSS_HF431_KEPT;
+    const bool hf = c->stack == STACK_HF || c->stack == STACK_HF_449 || c->stack == STACK_HF_446 ||
+                    c->stack == STACK_HF_431;
+    if (!own || !hf)
+        return false;
+    if (c->features & FEAT_OUTPUTS_UNTIL_STEP)
+        return c->grad_ckpt;
+    return !((c->features & FEAT_OUTPUTS_KEPT) && c->grad_ckpt);
 }
 
 static void replay_setup(const struct model_plan *p, const struct train_config *c,
@@ -778,9 +810,8 @@ static void replay_setup(const struct model_plan *p, const struct train_config *
      * allocates the same bytes again. Measured: gpu-25min-13 (2 ranks) reserves 4.6055 GiB
      * more than gpu-25min-00 (one GPU, same run), its buckets 4.604. */
     const bool ddp = c->method == METHOD_CDP && c->tp == 1 && c->dp == c->gpus && c->gpus > 1;
-    if ((!one && !fsdp2 && !ddp) || c->stack != STACK_HF || c->ckpt_selective || !replay_family(m) ||
-        (c->features & FEAT_FLASH_ATTN) || (!one && (c->features & FEAT_EMPTY_CACHE)) ||
-        (c->features & FEAT_OUTPUTS_UNTIL_STEP)) /* the op lists keep `outputs` to the next forward */
+    if ((!one && !fsdp2 && !ddp) || !replay_loop(c, m) || c->ckpt_selective || !replay_family(m) ||
+        (c->features & FEAT_FLASH_ATTN) || (!one && (c->features & FEAT_EMPTY_CACHE)))
         return;
     mp->replay_shards = fsdp2 ? (uint32_t)c->dp : 0;
     mp->replay_fsdp1 = fsdp1;
@@ -791,14 +822,15 @@ static void replay_setup(const struct model_plan *p, const struct train_config *
         const bool full = c->finetune == FT_FULL &&
                           (c->precision == PREC_BF16 || c->precision == PREC_BF16_PURE);
         const bool fp32_adapters = (c->features & FEAT_ADAPTER_FP32) && !(c->features & FEAT_FP32_BASE);
-        const bool lora = c->finetune == FT_LORA && c->quant == QUANT_NONE &&
+        const bool lora = ((c->finetune == FT_LORA && c->quant == QUANT_NONE) || replay_quant4(c)) &&
                           (c->precision == PREC_BF16 || c->precision == PREC_BF16_PURE) &&
                           (fp32_adapters || c->precision == PREC_BF16_PURE) &&
                           !(plan_lora_targets(p, c) & ~(TARGETS_ATTN | TARGETS_MLP));
-        mp->replay_steps = opt->whole_steps && (full || lora) &&
+        /* lora_dropout's copies are in the op list for adapters in the base's dtype only */
+        const bool dropout_ok = !(c->features & FEAT_LORA_DROPOUT) || (lora && train_lora_uncast(c));
+        mp->replay_steps = opt->whole_steps && (full || lora) && dropout_ok &&
                            !(c->features & (FEAT_GRAD_ACCUM | FEAT_OUTPUTS_KEPT | FEAT_PAGED_OPT |
-                                            FEAT_OPT_IN_BWD | FEAT_LIGER_FLCE | FEAT_CHUNKED_CE |
-                                            FEAT_LORA_DROPOUT)) &&
+                                            FEAT_OPT_IN_BWD | FEAT_LIGER_FLCE | FEAT_CHUNKED_CE)) &&
                            c->optimizer != OPT_ADAMW8BIT;
         return;
     }

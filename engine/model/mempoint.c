@@ -35,9 +35,14 @@ static struct stepreplay_shape replay_shape(const struct model_plan *p, const st
         .inter = (uint64_t)m->intermediate, .vocab = (uint64_t)m->vocab,
         .heads = (uint64_t)m->heads, .layers = (int32_t)m->layers, .ew = 2, .full = full,
         .kv_repeat = mp->kv_rep_tok && (!mp->kv_rep_padded || c->micro_batch > 1),
+        .loss = losspath_select(c, m->model_type), .loss_class = losspath_class(c->precision),
         .kept = (c->features & FEAT_OUTPUTS_KEPT) != 0,
+        .until_step = (c->features & FEAT_OUTPUTS_UNTIL_STEP) != 0,
         .lora_r = full ? 0 : (uint64_t)c->lora_r, .lora_targets = full ? 0 : plan_lora_targets(p, c),
         .lora16 = !full && train_lora_uncast(c),
+        .dropout = !full && (c->features & FEAT_LORA_DROPOUT) != 0,
+        .quant4 = !full && (c->quant == QUANT_NF4 || c->quant == QUANT_NF4_DQ),
+        .nested = c->quant == QUANT_NF4_DQ,
     };
 }
 

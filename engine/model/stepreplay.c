@@ -80,7 +80,31 @@ static bool adapted(const struct stepreplay_shape *sh, enum tensor_role r)
  * A trained weight's gradient reads it, and so does a 16-bit adapter's lora_A. */
 static bool input_saved(const struct stepreplay_shape *sh, uint32_t roles)
 {
-    return block_trained(sh) || (sh->lora16 && (sh->lora_targets & roles));
+    return block_trained(sh) || sh->quant4 || (sh->lora16 && !sh->dropout && (sh->lora_targets & roles));
+}
+
+/* A block Linear's base matmul writing `id` (bytes): on a 4-bit base, bitsandbytes'
+ * MatMul4Bit (autograd/_functions.py L514-547 @0.43.0, 48763245) dequantizes the whole
+ * weight for it, forward and for the input gradient alike: dequantize_4bit (functional.py
+ * L1072-1078) first writes the fp32 absmax under double quantization (dequantize_blockwise,
+ * one per 64 weights; a local, freed as it returns), then the weight in the compute dtype,
+ * freed once the matmul has run. MatMul4Bit saves its input A whenever A requires grad
+ * (`if any(ctx.needs_input_grad[:2])`), frozen weight or not: input_saved. */
+static void base_mm(struct tracer *t, const struct stepreplay_shape *sh, uint64_t w_in, uint64_t w_out,
+                    uint32_t id, uint64_t bytes)
+{
+    if (!sh->quant4) {
+        ta(t, id, bytes);
+        return;
+    }
+    const uint64_t n = w_in * w_out;
+    if (sh->nested)
+        ta(t, id_glob(t, G_DQA), (n + 63) / 64 * 4);
+    ta(t, id_glob(t, G_DQ), n * sh->ew);
+    if (sh->nested)
+        tf(t, id_glob(t, G_DQA));
+    ta(t, id, bytes);
+    tf(t, id_glob(t, G_DQ));
 }
 #define QKV ((1u << ROLE_Q) | (1u << ROLE_K) | (1u << ROLE_V))
 #define GATE_UP ((1u << ROLE_GATE) | (1u << ROLE_UP))
@@ -92,13 +116,19 @@ static void linear_fwd(const struct ctx *c, enum tensor_role r, int out, uint64_
 {
     const uint64_t ew = c->sh->ew;
     if (!adapted(c->sh, r)) {
-        la(c, out, ew * w_out);
+        base_mm(c->t, c->sh, w_in, w_out, id_slot(c->t, c->l, out), c->tok * ew * w_out);
         return;
     }
     const int lx = S_LX + (r - ROLE_Q), lA = S_LA + (r - ROLE_Q);
-    if (c->sh->lora16) { /* all in the base dtype; x itself is lora_A's input */
-        la(c, S_TMP4, ew * w_out);                            /* result = self.base_layer(x) */
-        la(c, lA, ew * c->sh->lora_r);                        /* lora_A(x) */
+    if (c->sh->lora16) { /* all in the base dtype; x itself is lora_A's input, or dropout's */
+        base_mm(c->t, c->sh, w_in, w_out, id_slot(c->t, c->l, S_TMP4), c->tok * ew * w_out); /* base_layer(x) */
+        if (c->sh->dropout) { /* native_dropout: the dropped copy and its bool mask */
+            const int dm = S_DM + (r - ROLE_Q);
+            la(c, lx, ew * w_in), la(c, dm, w_in), saved(c, dm);
+            la(c, lA, ew * c->sh->lora_r), saved(c, lx);      /* lora_A(dropout(x)) */
+        } else {
+            la(c, lA, ew * c->sh->lora_r);                    /* lora_A(x) */
+        }
         la(c, S_TMP1, ew * w_out), saved(c, lA);              /* lora_B */
         la(c, S_TMP2, ew * w_out), lf(c, S_TMP1);             /* * scaling */
         la(c, out, ew * w_out), lf(c, S_TMP2), lf(c, S_TMP4); /* result + ... */
@@ -143,7 +173,14 @@ static void lora_bwd_pre(const struct ctx *c, enum tensor_role r, uint64_t w_in,
     if (c->sh->lora16) { /* the output's gradient reaches lora_B as it is */
         ta(t, ge, n * ew * w_out);                              /* * scaling */
         ta(t, gd, n * ew * c->sh->lora_r), tf(t, ge), lf(c, lA); /* lora_B's input gradient */
-        ta(t, id_glob(t, G_LX), n * ew * w_in), tf(t, gd);      /* lora_A's */
+        if (!c->sh->dropout) {
+            ta(t, id_glob(t, G_LX), n * ew * w_in), tf(t, gd);  /* lora_A's */
+            return;
+        }
+        const uint32_t dr = id_glob(t, G_DR);
+        ta(t, dr, n * ew * w_in), tf(t, gd), lf(c, lx);         /* lora_A's */
+        ta(t, id_glob(t, G_LX), n * ew * w_in), tf(t, dr);      /* dropout's: grad * mask * scale */
+        lf(c, S_DM + (r - ROLE_Q));
         return;
     }
     if (c->sh->amp) { /* bf16 throughout but for the fp32 copy of x and its gradient */
@@ -278,15 +315,15 @@ static void mlp_bwd(const struct ctx *c, const size_t *pi)
     const uint64_t ew = c->sh->ew, h = c->sh->h, i = c->sh->inter;
     const uint32_t ga = id_glob(t, G_GA), gb = id_glob(t, G_GB), gc = id_glob(t, G_GC);
     lora_bwd_pre(c, ROLE_DOWN, i, h);
-    ta(t, ga, c->tok * ew * i), wgrad(c, pi[ROLE_DOWN]), lora_bwd_post(c, ROLE_DOWN);
+    base_mm(t, c->sh, i, h, ga, c->tok * ew * i), wgrad(c, pi[ROLE_DOWN]), lora_bwd_post(c, ROLE_DOWN);
     if (input_saved(c->sh, 1u << ROLE_DOWN))
         lf(c, S_PR);
     ta(t, gb, c->tok * ew * i), ta(t, gc, c->tok * ew * i), tf(t, ga), lf(c, S_ACT), lf(c, S_U);
     ta(t, ga, c->tok * ew * i), tf(t, gb), lf(c, S_G);
     lora_bwd_pre(c, ROLE_UP, h, i);
-    ta(t, gb, c->tok * ew * h), wgrad(c, pi[ROLE_UP]), lora_bwd_post(c, ROLE_UP), tf(t, gc);
+    base_mm(t, c->sh, h, i, gb, c->tok * ew * h), wgrad(c, pi[ROLE_UP]), lora_bwd_post(c, ROLE_UP), tf(t, gc);
     lora_bwd_pre(c, ROLE_GATE, h, i);
-    ta(t, gc, c->tok * ew * h), wgrad(c, pi[ROLE_GATE]), lora_bwd_post(c, ROLE_GATE);
+    base_mm(t, c->sh, h, i, gc, c->tok * ew * h), wgrad(c, pi[ROLE_GATE]), lora_bwd_post(c, ROLE_GATE);
     tf(t, ga), tf(t, gc);
     tmove(t, ga, gb);
 }
@@ -300,19 +337,20 @@ static void attn_bwd(const struct ctx *c, const size_t *pi)
     const uint64_t ew = sh->ew, h = sh->h, hq = sh->hq, hkv = sh->hkv;
     const uint32_t ga = id_glob(t, G_GA), gb = id_glob(t, G_GB), gc = id_glob(t, G_GC);
     lora_bwd_pre(c, ROLE_O, hq, h);
-    ta(t, ga, c->tok * ew * hq), wgrad(c, pi[ROLE_O]), lora_bwd_post(c, ROLE_O);
+    base_mm(t, sh, hq, h, ga, c->tok * ew * hq), wgrad(c, pi[ROLE_O]), lora_bwd_post(c, ROLE_O);
     if (input_saved(sh, 1u << ROLE_O) && o_saved_slot(c) >= 0)
         lf(c, o_saved_slot(c));
     ta(t, gb, c->tok * ew * hq), tf(t, ga);
     trace_attn_bwd(c);
     ta(t, gb, c->tok * ew * hq), tf(t, ga); /* RoPE backward of q */
     lora_bwd_pre(c, ROLE_Q, h, hq);
-    ta(t, ga, c->tok * ew * h), wgrad(c, pi[ROLE_Q]), lora_bwd_post(c, ROLE_Q), tf(t, gb);
+    base_mm(t, sh, h, hq, ga, c->tok * ew * h), wgrad(c, pi[ROLE_Q]), lora_bwd_post(c, ROLE_Q), tf(t, gb);
     ta(t, gb, c->tok * ew * hkv), tf(t, gc); /* RoPE backward of k (after the group sum) */
     lora_bwd_pre(c, ROLE_K, h, hkv);
-    ta(t, gc, c->tok * ew * h), wgrad(c, pi[ROLE_K]), lora_bwd_post(c, ROLE_K), tf(t, gb), tf(t, gc);
+    base_mm(t, sh, h, hkv, gc, c->tok * ew * h), wgrad(c, pi[ROLE_K]), lora_bwd_post(c, ROLE_K), tf(t, gb),
+        tf(t, gc);
     lora_bwd_pre(c, ROLE_V, h, hkv);
-    ta(t, gc, c->tok * ew * h), wgrad(c, pi[ROLE_V]), lora_bwd_post(c, ROLE_V);
+    base_mm(t, sh, h, hkv, gc, c->tok * ew * h), wgrad(c, pi[ROLE_V]), lora_bwd_post(c, ROLE_V);
     tf(t, id_glob(t, G_GF)), tf(t, gc);
 }
 
@@ -325,10 +363,11 @@ static void block_bwd(const struct ctx *c, const size_t *pi)
 }
 
 
-/* The final norm, lm_head and ForCausalLMLoss (losspath.c `outputs-kept`: 16-bit logits
- * kept, fp32 upcast, log_softmax; backward nll and log_softmax gradients, the 16-bit
- * gradient of the logits), with the previous step's outputs dying when the forward
- * returns; not kept (the `hf` path), the 16-bit logits die with the forward. */
+/* The final norm, the lm_head and the loss path (losspath_ops: the stack's own, e.g. hf's
+ * upcast, log_softmax and their gradients down to the 16-bit gradient of the logits), the
+ * previous step's kept outputs dying when the model's forward returns. What the loop keeps
+ * (the path's outputs slot) is the loop's to free; the logits' gradient, the path's last
+ * other free, waits for the lm_head's backward (t->head_grad). */
 static void head(struct tracer *t, const struct stepreplay_shape *sh, uint64_t tok, int gen,
                  bool have_prev, uint32_t x_id)
 {
@@ -339,24 +378,32 @@ static void head(struct tracer *t, const struct stepreplay_shape *sh, uint64_t t
     ta(t, id_glob(t, G_FN), tok * ew * h), tf(t, x_id);
     if (!sh->full) /* a frozen final norm weight saves nothing new (norm_fwd) */
         tf(t, id_glob(t, G_FNB));
-    const uint32_t lg = sh->kept ? id_kept(t, gen, 2 * t->layers) : id_glob(t, G_LG);
-    ta(t, lg, nv * ew), ta(t, id_glob(t, G_UP), nv * 4), ta(t, id_glob(t, G_LSM), nv * 4);
-    tf(t, id_glob(t, G_UP));
-    if (!sh->kept) /* the model's outputs die with the loss: nothing saves the 16-bit logits */
-        tf(t, lg);
-    if (!sh->full) /* nor does a frozen lm_head save its input: it dies as forward returns */
-        tf(t, id_glob(t, G_FN));
-    if (have_prev)
-        for (int32_t k = 0; k <= 2 * t->layers; k++)
-            tf(t, id_kept(t, !gen, k));
-    ta(t, id_glob(t, G_NLL), nv * 4), ta(t, id_glob(t, G_GLSM), nv * 4);
-    tf(t, id_glob(t, G_LSM)), tf(t, id_glob(t, G_NLL));
-    ta(t, id_glob(t, G_GLG), nv * ew), tf(t, id_glob(t, G_GLSM));
+    struct lp_ops lp;
+    if (losspath_ops(sh->loss, sh->loss_class, 1, &lp) != 0 || lp.n < 2) {
+        t->fail = 1;
+        return;
+    }
+    const size_t last = lp.n - 1, grad_free = lp.outputs_slot >= 0 ? last - 1 : last;
+    for (size_t i = 0; i < lp.n; i++) {
+        const struct lp_op *o = &lp.op[i];
+        if (i == lp.forward) { /* the model's forward returns */
+            if (!sh->full) /* nor does a frozen lm_head save its input */
+                tf(t, id_glob(t, G_FN));
+            if (have_prev)
+                for (int32_t k = 0; k <= 2 * t->layers; k++)
+                    tf(t, id_kept(t, !gen, k));
+        }
+        const uint32_t id = (int)o->slot == lp.outputs_slot ? id_kept(t, gen, 2 * t->layers)
+                                                             : id_glob(t, G_LP + o->slot);
+        if (i == grad_free)
+            t->head_grad = id;
+        else if (o->alloc)
+            ta(t, id, nv * o->units / LOSSPATH_UNIT);
+        else if (!(i == last && lp.outputs_slot >= 0))
+            tf(t, id);
+    }
     ta(t, id_glob(t, G_GA), tok * ew * h); /* lm_head's input gradient */
 }
-
-
-
 
 /* The blocks' forward and the head; the kept outputs take the cache's K and V. */
 static void forward(struct tracer *t, const struct stepreplay_shape *sh, uint64_t tok, int gen,
@@ -397,7 +444,7 @@ static void backward(struct tracer *t, const struct stepreplay_shape *sh, const 
     if (t->unit)
         fsdp_pre_backward(t, sh, (uint32_t)sh->layers);
     wgrad(&c0, r->head); /* lm_head's weight gradient (the embedding's when tied) */
-    tf(t, id_glob(t, G_GLG));
+    tf(t, t->head_grad);
     final_norm_bwd(t, sh, tok);
     for (int32_t l = sh->layers - 1; l >= 0; l--) {
         const struct ctx c = {t, sh, tok, l, false};
@@ -435,6 +482,8 @@ static void step(struct tracer *t, const struct stepreplay_shape *sh, const stru
     backward(t, sh, r, tok);
     if (sh->full) /* LoRA's adapters and their states live outside the replay */
         trace_optimizer_step(t, sh, have_states);
+    if (sh->until_step) /* `output = None` after optimizer.step() */
+        tf(t, id_kept(t, gen, 2 * t->layers));
 }
 
 int32_t stepreplay_batch_len(int32_t cap, int32_t batch, int32_t bucket_batches, int32_t j)
@@ -479,19 +528,37 @@ static void replay(struct tracer *t, const struct stepreplay_shape *sh, const st
     }
     uint64_t resident = 0;
     for (size_t i = 0; i < t->np; i++)
-        resident += allocsim_round_size((uint64_t)tensor_numel(&sh->params->t[i]) * sh->ew) *
+        resident += allocsim_round_size(numel(sh, i) * sh->ew) *
                     (sh->full ? 4u : 1u);
     out->resident = resident;
 }
 
 
 
+/* Whether the shape's loop and loss path are ones the op lists run: a path of the hf
+ * family's form (lm_head output first, the logits' gradient freed last but for what the
+ * loop keeps), kept by the loop exactly when the path says so; stepamp.c's autocast list
+ * runs hf's own; until_step only with checkpointing (no cache) and dropout only with
+ * lora16. */
+static bool loop_supported(const struct stepreplay_shape *sh)
+{
+    struct lp_ops lp;
+    if (losspath_ops(sh->loss, sh->loss_class, 1, &lp) != 0 || lp.n < 2 ||
+        (lp.outputs_slot >= 0) != (sh->kept || sh->until_step))
+        return false;
+    if (sh->amp && sh->full && sh->loss != LOSS_HF)
+        return false;
+    if (sh->quant4 && (sh->full || sh->mixed || (sh->shards > 1 && !sh->fsdp1)))
+        return false;
+    return !(sh->until_step && (sh->kept || !sh->ckpt)) && !(sh->dropout && !sh->lora16);
+}
+
 int stepreplay_run(const struct stepreplay_shape *sh, int32_t batch, int32_t cap, int32_t window,
                    struct stepreplay_result *out)
 {
     memset(out, 0, sizeof *out);
     if (batch < 1 || cap < 1 || window < 1 || sh->layers < 1 || sh->amp || sh->ckpt || sh->eager ||
-        sh->shards > 1)
+        sh->shards > 1 || !loop_supported(sh))
         return -1;
     struct tracer t;
     struct roles r;
@@ -509,6 +576,7 @@ int stepreplay_steps(const struct stepreplay_shape *sh, int32_t batch, const uin
 {
     memset(out, 0, sizeof *out);
     if (batch < 1 || !n || !widths || sh->layers < 1 || ((sh->ckpt || sh->eager) && sh->kept) ||
+        !loop_supported(sh) ||
         (sh->shards > 1 && (sh->kept || (sh->full ? sh->amp : !sh->fsdp1 && !sh->lora16))))
         return -1;
     for (size_t k = 0; k < n; k++)

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "losspath.h"
 #include "tensors.h"
 
 /* What the optimizer's step allocates beside the parameters. */
@@ -62,11 +63,23 @@ struct stepreplay_shape {
     enum stepreplay_opt opt; /* full only */
     bool expandable;    /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True */
     bool kv_repeat;     /* K and V repeated to the query heads before SDPA (GQA, padded) */
-    bool kept;          /* the loop keeps `outputs`: 16-bit logits and the DynamicCache */
+    enum loss_path loss;     /* from the lm_head's output to its input's gradient (losspath.h
+                                losspath_ops): hf's, hf-4.46's, hf-4.31's or their kept forms */
+    enum lp_class loss_class;
+    bool kept;          /* the loop keeps `outputs` to the next forward: the path's kept
+                           logits and the DynamicCache (not with ckpt) */
+    bool until_step;    /* the loop keeps `outputs` (with ckpt: the logits only, the cache
+                           being off) until its optimizer step has run (Answer.AI train.py) */
     uint64_t lora_r;    /* LoRA rank (frozen base: full false) */
     uint32_t lora_targets; /* TARGET_BIT(role) of the adapted block Linears (train.h) */
     bool lora16;        /* LoRA adapters in the base's 16-bit dtype, no autocast: lora_A runs
                            on the Linear's input itself and saves it (else fp32 adapters) */
+    bool dropout;       /* with lora16: PEFT's lora_dropout (p > 0) before lora_A, which then
+                           saves the dropped copy and not the Linear's input */
+    bool quant4;        /* LoRA on bitsandbytes' 4-bit block Linears (the lm_head stays 16-bit),
+                           stored as quant_storage's 16-bit elements, four weights to one;
+                           not with shards beside FSDP1, nor with mixed units */
+    bool nested;        /* with quant4: double quantization (an 8-bit absmax per 64 weights) */
     bool mixed;         /* LoRA under FSDP1 in units that hold the adapters beside the frozen
                            block weights (train_mixed_units): those weights get gradients and
                            save what trained ones save; the root stays frozen */

@@ -21,12 +21,17 @@ enum {
     S_LX,               /* an adapter's fp32 input copy, per adapted role (ROLE_Q..ROLE_DOWN) */
     S_LA = S_LX + 7,    /* its fp32 r-wide lora_A output */
     S_CI = S_LA + 7,    /* autocast's 16-bit copy of a Linear's fp32 input, per role */
-    NSLOT = S_CI + 7
+    S_DM = S_CI + 7,    /* lora_dropout's bool mask, per adapted role (S_LX: its output) */
+    NSLOT = S_DM + 7
 };
 /* Global tensors: final norm, loss path, gradient flow, kept outputs (two generations). */
 enum {
     G_X0, G_FNF, G_FNB, G_FN, G_LG, G_UP, G_LSM, G_NLL, G_GLSM, G_GLG, G_GX, G_GA, G_GB,
-    G_GC, G_GD, G_GE, G_GF, G_LR, G_LX, G_EMB, G_W16, G_W32, G_C1, G_C2, G_HC, G_S1, G_S2, G_MASK, NGLOB
+    G_GC, G_GD, G_GE, G_GF, G_LR, G_LX, G_EMB, G_W16, G_W32, G_C1, G_C2, G_HC, G_S1, G_S2, G_MASK,
+    G_DR,                        /* lora_dropout's input gradient */
+    G_DQ, G_DQA,                 /* a 4-bit weight dequantized, and its fp32 absmax */
+    G_LP,                        /* the loss path's slots (losspath_ops) */
+    NGLOB = G_LP + LOSSPATH_SLOTS
 };
 
 struct tracer {
@@ -44,6 +49,7 @@ struct tracer {
     uint8_t *live;         /* per id: allocated now */
     uint32_t n_ids, np;    /* ids, parameters */
     uint64_t seq;          /* the step's padded width (eager attention's scores) */
+    uint32_t head_grad;    /* the logits' gradient the lm_head's backward reads (head) */
     int32_t layers;
     int fail;
 };
@@ -109,9 +115,22 @@ static inline uint64_t wbytes(const struct stepreplay_shape *sh)
     return (sh->amp && sh->full) || (sh->shards > 1 && !sh->shard16) ? 4 : sh->ew;
 }
 
+/* Whether parameter pi is a bitsandbytes 4-bit weight: a block Linear's (not a bias). */
+static inline bool quantized(const struct stepreplay_shape *sh, size_t pi)
+{
+    const struct tensor *x = &sh->params->t[pi];
+    return sh->quant4 && !x->bias && x->layer >= 0 && x->layer < sh->layers &&
+           x->role >= ROLE_Q && x->role <= ROLE_DOWN;
+}
+
+/* The elements parameter pi stores: a 4-bit weight packs two weights a byte into
+ * quant_storage's 16-bit elements (bitsandbytes nn/modules.py Params4bit, quant_storage
+ * torch.bfloat16 as FSDP QLoRA loads it), a quarter of its weights; FSDP flattens and
+ * shards those elements like any other. */
 static inline uint64_t numel(const struct stepreplay_shape *sh, size_t pi)
 {
-    return (uint64_t)tensor_numel(&sh->params->t[pi]);
+    const uint64_t n = (uint64_t)tensor_numel(&sh->params->t[pi]);
+    return quantized(sh, pi) ? (n + 3) / 4 : n;
 }
 
 /* The elements of parameter pi this rank holds: all of it, or under FSDP2 its shard,
@@ -122,6 +141,8 @@ static inline uint64_t held_numel(const struct stepreplay_shape *sh, size_t pi)
     const struct tensor *x = &sh->params->t[pi];
     if (sh->shards < 2)
         return numel(sh, pi);
+    if (quantized(sh, pi)) /* Params4bit's data is one column of packed elements */
+        return (numel(sh, pi) + sh->shards - 1) / sh->shards;
     return ((uint64_t)x->rows + sh->shards - 1) / sh->shards * (uint64_t)x->cols;
 }
 
