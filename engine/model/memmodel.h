@@ -178,7 +178,7 @@ struct mem_prepared {
                                 0: one GPU's, or a DDP replica's */
     bool replay_fsdp1;       /* ... and the FSDP is FSDP1 (flat units, accelerate's policy) */
     uint64_t replay_buckets; /* DDP: its gradient buckets (rounded), allocated at construction
-                                and kept: beside a replayed step (memmodel.c replay_setup) */
+                                and kept: beside a replayed step (replayscope.c) */
     const uint32_t *run_w;
     size_t run_n;
 };
