@@ -408,8 +408,8 @@ static void test_lora_dropout(void **state)
  * gate, up and down 4096 each, two norms 512 each: 19456; two blocks 38912, the 16-bit
  * embedding and lm_head 128000 each, the final norm 512: 295424, all the replay keeps. Each
  * matmul dequantizes its weight (gate's 8192 x 2 B, with double quantization after an fp32
- * absmax of 128 x 4 B) and saves its input: the peak is no lower than the 16-bit base's less
- * the weights' difference. A checkpointed step of one token shows the dequantized weight:
+ * absmax of 128 x 4 B) and, before bitsandbytes 0.43.2, saves its input: the peak is no
+ * lower than the 16-bit base's less the weights' difference. A checkpointed step of one token shows the dequantized weight:
  * on the 16-bit base the loss path's 12 B x 1000 entries (4096 B blocks), the checkpoints
  * and the head's 512 B blocks stay under gate's 16384 B, which the 4-bit base's peak holds
  * beside its weights. Not with full fine-tuning, nor with FSDP2's shards. */
@@ -420,7 +420,7 @@ static void test_quant4(void **state)
     struct stepreplay_result base16, q;
     struct stepreplay_shape sh = lora16_shape(&plan);
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &base16), 0);
-    sh.quant4 = true, sh.nested = true;
+    sh.quant4 = true, sh.nested = true, sh.quant4_input = true;
     assert_int_equal(stepreplay_steps(&sh, 4, w, 2, &q), 0);
     assert_int_equal(q.resident, 295424);
     assert_int_equal(q.allocated, 295424);

@@ -29,6 +29,7 @@ static struct stepreplay_shape replay_shape(const struct model_plan *p, const st
 {
     const struct model_spec *m = &p->spec;
     const bool full = c->finetune == FT_FULL;
+    const bool q4 = !full && (c->quant == QUANT_NF4 || c->quant == QUANT_NF4_DQ);
     return (struct stepreplay_shape){
         .params = &p->tensors, .h = (uint64_t)m->hidden,
         .hq = (uint64_t)(m->heads * m->head_dim), .hkv = (uint64_t)(m->kv_heads * m->head_dim),
@@ -41,8 +42,8 @@ static struct stepreplay_shape replay_shape(const struct model_plan *p, const st
         .lora_r = full ? 0 : (uint64_t)c->lora_r, .lora_targets = full ? 0 : plan_lora_targets(p, c),
         .lora16 = !full && train_lora_uncast(c),
         .dropout = !full && (c->features & FEAT_LORA_DROPOUT) != 0,
-        .quant4 = !full && (c->quant == QUANT_NF4 || c->quant == QUANT_NF4_DQ),
-        .nested = c->quant == QUANT_NF4_DQ,
+        .quant4 = q4, .nested = q4 && c->quant == QUANT_NF4_DQ,
+        .quant4_input = q4 && (c->features & FEAT_BNB_INPUT_KEPT) != 0,
     };
 }
 

@@ -3,8 +3,8 @@
  * The op order is HF transformers' Llama-style decoder, each tensor where its code
  * allocates it (transformers models/llama/modeling_llama.py @00227283, unchanged in these
  * functions through 4.57: LlamaRMSNorm.forward, apply_rotary_pos_emb / rotate_half,
- * repeat_kv, eager_attention_forward, LlamaMLP.forward; the loss as losspath.c's
- * `outputs-kept` or `hf` path), in two op lists: a 16-bit stream (the base's dtype: full
+ * repeat_kv, eager_attention_forward, LlamaMLP.forward; the loss as the stack's path in
+ * losspath.c, losspath_ops), in two op lists: a 16-bit stream (the base's dtype: full
  * fine-tuning in bf16-pure, or LoRA on a 16-bit base, its adapters with or without
  * autocast; PEFT MetaMathQA's loop is this without autocast), and full fine-tuning under
  * bf16 autocast over fp32 weights (stepamp.c, whose comment cites what autocast adds).
@@ -80,7 +80,8 @@ static bool adapted(const struct stepreplay_shape *sh, enum tensor_role r)
  * A trained weight's gradient reads it, and so does a 16-bit adapter's lora_A. */
 static bool input_saved(const struct stepreplay_shape *sh, uint32_t roles)
 {
-    return block_trained(sh) || sh->quant4 || (sh->lora16 && !sh->dropout && (sh->lora_targets & roles));
+    return block_trained(sh) || sh->quant4_input ||
+           (sh->lora16 && !sh->dropout && (sh->lora_targets & roles));
 }
 
 /* A block Linear's base matmul writing `id` (bytes): on a 4-bit base, bitsandbytes'
@@ -88,8 +89,9 @@ static bool input_saved(const struct stepreplay_shape *sh, uint32_t roles)
  * weight for it, forward and for the input gradient alike: dequantize_4bit (functional.py
  * L1072-1078) first writes the fp32 absmax under double quantization (dequantize_blockwise,
  * one per 64 weights; a local, freed as it returns), then the weight in the compute dtype,
- * freed once the matmul has run. MatMul4Bit saves its input A whenever A requires grad
- * (`if any(ctx.needs_input_grad[:2])`), frozen weight or not: input_saved. */
+ * freed once the matmul has run. Before 0.43.2 MatMul4Bit saves its input A whenever A
+ * requires grad (`ctx.tensors = (A, B)` if any(ctx.needs_input_grad[:2]); (None, B) from
+ * 9e753741, #1270), frozen weight or not: input_saved, shape.quant4_input. */
 static void base_mm(struct tracer *t, const struct stepreplay_shape *sh, uint64_t w_in, uint64_t w_out,
                     uint32_t id, uint64_t bytes)
 {

@@ -80,6 +80,8 @@ struct stepreplay_shape {
                            stored as quant_storage's 16-bit elements, four weights to one;
                            not with shards beside FSDP1, nor with mixed units */
     bool nested;        /* with quant4: double quantization (an 8-bit absmax per 64 weights) */
+    bool quant4_input;  /* with quant4: MatMul4Bit keeps its input for backward (bitsandbytes
+                           before 0.43.2, feature bnb-input-kept; later ones keep the weight) */
     bool mixed;         /* LoRA under FSDP1 in units that hold the adapters beside the frozen
                            block weights (train_mixed_units): those weights get gradients and
                            save what trained ones save; the root stays frozen */
