@@ -119,12 +119,40 @@ static void test_floor(void **state)
     assert_int_equal(kept.allocated, plain.allocated);
 }
 
+/* QLoRA (nf4 with double quantization) on the same units: every rank keeps each block
+ * Linear's QuantState whole, quantized on the GPU before the wrap, one 8-bit absmax per 64
+ * weights and one fp32 per 256 of those: 14 weights of 4096 x 4096 (234881024) keep
+ * 3670016 + 57344 = 3727360 B, 4 MiB in whole 2 MiB segments, on top of the floor's other
+ * terms (test_floor). */
+static void test_quant_floor(void **state)
+{
+    (void)state;
+    struct train_config c = fsdp1_config();
+    c.finetune = FT_QLORA, c.quant = QUANT_NF4_DQ, c.lora_r = 8;
+    c.lora_targets = TARGET_BIT(ROLE_Q) | TARGET_BIT(ROLE_V);
+    c.micro_batch = 1;
+    c.features |= FEAT_WRAP_CACHE;
+    const struct mem_options o = {.paper = false, .base_bytes = 1 << 20};
+    struct mem_prepared mp;
+    memmodel_prepare(&plan, &c, &o, &mp);
+    assert_true(mp.wrap_reserved > 0);
+    for (int ph = 0; ph < PHASE_COUNT; ph++) {
+        if (!mp.phase_on[ph])
+            continue;
+        const uint64_t *f = mp.fixed[ph];
+        assert_int_equal(mp.wrap_floor[ph], mp.wrap_reserved + memmodel_round(f[TERM_COMM]) +
+                                                memmodel_round(f[TERM_GRADS]) +
+                                                memmodel_round(f[TERM_OPTIMIZER]) + 4 * MiB);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_by_hand),
         cmocka_unit_test(test_not_fsdp1),
         cmocka_unit_test(test_floor),
+        cmocka_unit_test(test_quant_floor),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

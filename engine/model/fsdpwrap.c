@@ -192,7 +192,13 @@ int fsdpwrap_replay(const struct model_plan *p, const struct train_config *c, bo
  * - small requests (at most 1 MiB: get_pool hands them the small pool, whose segments the
  *   wrap's large blocks are not): LoRA's optimizer states and step temporaries, where every
  *   adapter is a unit of its own, in the share of its trained tensors that small
- *   (plan_trained_tensors). A full fine-tuning's or mixed unit's states are taken as fitting.
+ *   (plan_trained_tensors). A full fine-tuning's or mixed unit's states are taken as fitting;
+ * - what was allocated before the wrap and stays: a 4-bit base's QuantState tensors, which
+ *   every rank keeps whole (r->whole) from the quantization on the GPU before the wrap
+ *   (Answer.AI train.py load_and_quantize: `Params4bit(...).cuda(device)`, then only the
+ *   packed data `.to("cpu")` or "meta", L203-207 @50efa1e), absmax tensors of at most 1 MiB
+ *   each, small-pool blocks the wrap's large ones are not; their bytes in whole 2 MiB
+ *   segments, a lower bound (how the loader's threads interleave them is not replayed).
  * The side pools' free parts stay beside the floor too (stream_free). */
 void fsdpwrap_phases(const struct model_plan *p, const struct train_config *c, const struct resident *r,
                      struct mem_prepared *mp)
@@ -214,6 +220,7 @@ void fsdpwrap_phases(const struct model_plan *p, const struct train_config *c, c
     for (int ph = 0; ph < PHASE_COUNT; ph++) {
         const uint64_t *f = mp->fixed[ph];
         mp->wrap_floor[ph] = w.reserved + memmodel_round(f[TERM_COMM]) + memmodel_round(f[TERM_GRADS]) +
-                             memmodel_round((uint64_t)(small * (double)f[TERM_OPTIMIZER]));
+                             memmodel_round((uint64_t)(small * (double)f[TERM_OPTIMIZER])) +
+                             memmodel_round(r->whole);
     }
 }

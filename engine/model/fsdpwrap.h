@@ -22,8 +22,10 @@
  * next unit's requests reuse them by the allocator's best fit: the cache left is about one
  * block's and the root's parameters twice, plus each shard's rounding. Measured
  * (datasets/measured/h200-20261127-residue.csv, notes cache_kept_gib): README "FSDP1's wrap
- * cache, derived". Not modelled: buffers (rotary tables), bitsandbytes' quant_state tensors (small
- * pool), accelerate's upcast of 16-bit trainable shards to fp32 after the wrap. */
+ * cache, derived". bitsandbytes' QuantState tensors, quantized before the wrap and kept whole
+ * on every rank, are in the floor by their bytes (fsdpwrap_phases), not replayed. Not
+ * modelled: buffers (rotary tables), the small-pool debris of the quantization, accelerate's
+ * upcast of 16-bit trainable shards to fp32 after the wrap. */
 #ifndef LLMEM_FSDPWRAP_H
 #define LLMEM_FSDPWRAP_H
 

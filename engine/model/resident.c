@@ -538,5 +538,6 @@ static double sharded_terms(const struct model_plan *p, const struct train_confi
 void resident_terms(const struct model_plan *p, const struct train_config *c, struct resident *r)
 {
     const double whole = sharded_terms(p, c, r);
-    r->w += (uint64_t)whole;
+    r->whole = (uint64_t)whole;
+    r->w += r->whole;
 }

@@ -31,6 +31,8 @@ struct resident {
     uint64_t root_gather;     /* the gathered root unit (embedding, lm_head, final norm) */
     uint64_t root_shard;      /* FSDP1: the root's sharded gradient, made after its cat */
     uint64_t g_frozen;        /* the part of g that is frozen weights' (mixed_unit_grads) */
+    uint64_t whole;           /* the part of w every rank keeps whole beside its shards:
+                                 bitsandbytes' QuantState (memmodel_quant_state_bytes) */
 };
 
 /* Fills *r for configuration c of plan p (per GPU, after its TP, DP, EP and pipeline-free
