@@ -248,7 +248,9 @@ static void test_older_outputs_kept(void **state)
 /* The events a whole-step replay runs (losspath_ops): hf-4.31's 16 in bf16-pure, the
  * first 6 the model's forward, slot 1 (the fp32 logits L) allocated at 4 B an entry (1024
  * in 1/256 B), slot 0 (H) at 2; no slot kept. Its kept form frees L last (slot 1 kept);
- * under fp32 H is the 16-bit part only (SZ_HALF_ONLY: 0). Liger's path has no events. */
+ * under fp32 H is the 16-bit part only (SZ_HALF_ONLY: 0). The logits' 16-bit gradient is
+ * freed last but for the kept logits (grad_free). Other stacks' paths (Liger's, TRL's) are
+ * not given. */
 static void test_ops(void **state)
 {
     (void)state;
@@ -260,9 +262,15 @@ static void test_ops(void **state)
     assert_true(o.op[0].alloc && o.op[0].slot == 0 && o.op[0].units == 2 * LOSSPATH_UNIT);
     assert_true(o.op[1].alloc && o.op[1].slot == 1 && o.op[1].units == 4 * LOSSPATH_UNIT);
     assert_true(!o.op[2].alloc && o.op[2].slot == 0);
+    assert_int_equal(o.grad_free, 15); /* F(7): the logits' 16-bit gradient, A(7) at 2 B */
+    assert_true(!o.op[15].alloc && o.op[15].slot == 7 && o.op[13].slot == 7 &&
+                o.op[13].units == 2 * LOSSPATH_UNIT);
     assert_int_equal(losspath_ops(LOSS_HF431_KEPT, LP_HALF, 1, &o), 0);
     assert_int_equal(o.outputs_slot, 1);
     assert_true(!o.op[o.n - 1].alloc && o.op[o.n - 1].slot == 1);
+    assert_int_equal(o.grad_free, o.n - 2);
+    assert_true(!o.op[o.grad_free].alloc && o.op[o.grad_free].slot == 7);
+    assert_true(losspath_transformers(LOSS_HF446_KEPT) && !losspath_transformers(LOSS_TRL));
     assert_int_equal(losspath_ops(LOSS_HF431_KEPT, LP_FP32, 1, &o), 0);
     assert_int_equal(o.op[0].units, 0);
     assert_int_equal(losspath_ops(LOSS_OUTPUTS_KEPT, LP_HALF, 1, &o), 0);

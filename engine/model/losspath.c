@@ -342,6 +342,22 @@ static enum loss_path kept_of(enum loss_path own)
          : own == LOSS_HF_431 ? LOSS_HF431_KEPT : LOSS_COUNT;
 }
 
+/* Whether lp is a transformers model's own loss (hf, hf-4.46, hf-4.31) or the form a loop
+ * that keeps `outputs` makes of it (kept_of): the paths whose every step starts with the
+ * lm_head's output and ends with the free of the logits' 16-bit gradient, then, where kept,
+ * the free of `outputs.logits`. */
+static bool transformers_path(enum loss_path lp, bool *keeps)
+{
+    *keeps = lp == kept_of(LOSS_HF) || lp == kept_of(LOSS_HF_446) || lp == kept_of(LOSS_HF_431);
+    return *keeps || lp == LOSS_HF || lp == LOSS_HF_446 || lp == LOSS_HF_431;
+}
+
+bool losspath_transformers(enum loss_path lp)
+{
+    bool keeps;
+    return transformers_path(lp, &keeps);
+}
+
 bool losspath_outputs_kept(enum stack s)
 {
     return stack_hf_trainer(s) && kept_of(stack_path(s)) != LOSS_COUNT;
@@ -434,7 +450,8 @@ uint64_t losspath_kept_logits(enum stack s, enum precision p)
 
 int losspath_ops(enum loss_path lp, enum lp_class k, uint32_t batch, struct lp_ops *out)
 {
-    if ((unsigned)lp >= LOSS_COUNT || (unsigned)k >= LP_CLASS_COUNT || !paths[lp].ev ||
+    bool keeps;
+    if ((unsigned)lp >= LOSS_COUNT || (unsigned)k >= LP_CLASS_COUNT || !transformers_path(lp, &keeps) ||
         paths[lp].n > LOSSPATH_MAX_OPS || batch < 1)
         return -1;
     out->n = paths[lp].n;
@@ -443,9 +460,8 @@ int losspath_ops(enum loss_path lp, enum lp_class k, uint32_t batch, struct lp_o
         const struct lp_event *e = &paths[lp].ev[i];
         out->op[i] = (struct lp_op){e->alloc, e->slot, e->alloc ? (uint32_t)units(e->size, k, batch) : 0};
     }
-    /* the paths kept_of gives the loops that keep `outputs` */
-    const bool keeps = lp == kept_of(LOSS_HF) || lp == kept_of(LOSS_HF_446) || lp == kept_of(LOSS_HF_431);
     out->outputs_slot = keeps ? paths[lp].ev[paths[lp].n - 1].slot : -1;
+    out->grad_free = keeps ? out->n - 2 : out->n - 1;
     return 0;
 }
 

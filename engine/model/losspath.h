@@ -102,10 +102,16 @@ struct lp_ops {
     size_t forward;  /* the first events, which the model's forward runs */
     int outputs_slot;/* the slot of `outputs.logits` a loop keeps past the loss (the path's
                         last free: features outputs-kept, outputs-until-step), else -1 */
+    size_t grad_free;/* the event that frees the logits' 16-bit gradient, which the lm_head's
+                        backward reads: a replay defers it until that backward has run */
 };
 
+/* @return whether lp is a transformers model's own loss path (hf, hf-4.46, hf-4.31) or the
+ *         form a loop that keeps `outputs` makes of it: the paths losspath_ops gives. */
+bool losspath_transformers(enum loss_path lp);
+
 /* @return 0 with path lp's events in class k at micro-batch `batch` in *out; -1 for a bad
- *         argument or Liger's path (no N x V tensor). */
+ *         argument or a path that is not a transformers model's (losspath_transformers). */
 int losspath_ops(enum loss_path lp, enum lp_class k, uint32_t batch, struct lp_ops *out);
 
 /* Micro-batch buckets of the variable-length cost: 1, 2-3, 4-7, 8-15, 16-31, 32 and more

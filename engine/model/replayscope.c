@@ -64,23 +64,14 @@ static bool replay_fsdp1(const struct train_config *c)
            c->precision != PREC_FP16;
 }
 
-/* The loops the op lists run (stepreplay.c head): HF Trainer's on transformers' own loss
- * paths (hf, hf-4.46, hf-4.31; TRL's trainers add tensors of their own), or a loop that
- * keeps `outputs`: to the next forward (not with checkpointing, which turns the cache off),
- * or to the optimizer step's end (only with it: the cache's tensors are not in the op
- * lists). */
+/* The loops the op lists run (stepreplay.c head): HF Trainer's, or one that keeps
+ * `outputs`, on a transformers model's own loss path (losspath_transformers; TRL's
+ * trainers and the other stacks hold tensors of their own). Which kept loops the lists
+ * run with or without checkpointing stepreplay decides (a refused shape leaves the
+ * phases' reserved). */
 static bool replay_loop(const struct train_config *c, const struct model_spec *m)
 {
-    const enum loss_path lp = losspath_select(c, m->model_type);
-    const bool own = lp == LOSS_HF || lp == LOSS_HF_446 || lp == LOSS_HF_431 ||
-                     lp == LOSS_OUTPUTS_KEPT || lp == LOSS_HF446_KEPT || lp == LOSS_HF431_KEPT;
-    const bool hf = c->stack == STACK_HF || c->stack == STACK_HF_449 || c->stack == STACK_HF_446 ||
-                    c->stack == STACK_HF_431;
-    if (!own || !hf)
-        return false;
-    if (c->features & FEAT_OUTPUTS_UNTIL_STEP)
-        return c->grad_ckpt;
-    return !((c->features & FEAT_OUTPUTS_KEPT) && c->grad_ckpt);
+    return stack_hf_trainer(c->stack) && losspath_transformers(losspath_select(c, m->model_type));
 }
 
 void replayscope_setup(const struct model_plan *p, const struct train_config *c,

@@ -381,11 +381,11 @@ static void head(struct tracer *t, const struct stepreplay_shape *sh, uint64_t t
     if (!sh->full) /* a frozen final norm weight saves nothing new (norm_fwd) */
         tf(t, id_glob(t, G_FNB));
     struct lp_ops lp;
-    if (losspath_ops(sh->loss, sh->loss_class, 1, &lp) != 0 || lp.n < 2) {
+    if (losspath_ops(sh->loss, sh->loss_class, 1, &lp) != 0) {
         t->fail = 1;
         return;
     }
-    const size_t last = lp.n - 1, grad_free = lp.outputs_slot >= 0 ? last - 1 : last;
+    const size_t last = lp.n - 1;
     for (size_t i = 0; i < lp.n; i++) {
         const struct lp_op *o = &lp.op[i];
         if (i == lp.forward) { /* the model's forward returns */
@@ -397,7 +397,7 @@ static void head(struct tracer *t, const struct stepreplay_shape *sh, uint64_t t
         }
         const uint32_t id = (int)o->slot == lp.outputs_slot ? id_kept(t, gen, 2 * t->layers)
                                                              : id_glob(t, G_LP + o->slot);
-        if (i == grad_free)
+        if (i == lp.grad_free)
             t->head_grad = id;
         else if (o->alloc)
             ta(t, id, nv * o->units / LOSSPATH_UNIT);
@@ -537,15 +537,14 @@ static void replay(struct tracer *t, const struct stepreplay_shape *sh, const st
 
 
 
-/* Whether the shape's loop and loss path are ones the op lists run: a path of the hf
- * family's form (lm_head output first, the logits' gradient freed last but for what the
- * loop keeps), kept by the loop exactly when the path says so; stepamp.c's autocast list
- * runs hf's own; until_step only with checkpointing (no cache) and dropout only with
- * lora16. */
+/* Whether the shape's loop and loss path are ones the op lists run: a transformers model's
+ * own path (losspath_ops), kept by the loop exactly when the path says so; stepamp.c's
+ * autocast list runs hf's own; until_step only with checkpointing (no cache) and dropout
+ * only with lora16. */
 static bool loop_supported(const struct stepreplay_shape *sh)
 {
     struct lp_ops lp;
-    if (losspath_ops(sh->loss, sh->loss_class, 1, &lp) != 0 || lp.n < 2 ||
+    if (losspath_ops(sh->loss, sh->loss_class, 1, &lp) != 0 ||
         (lp.outputs_slot >= 0) != (sh->kept || sh->until_step))
         return false;
     if (sh->amp && sh->full && sh->loss != LOSS_HF)
