@@ -101,7 +101,7 @@ static uint64_t base_bytes(const struct train_config *c, const struct tensor *t,
 {
     if (c->finetune == FT_FULL)
         return (uint64_t)numel * memmodel_trained_bytes(c);
-    const bool packed = c->quant != QUANT_NONE && t->layer >= 0 && !t->bias && tensor_is_matrix(t);
+    const bool packed = c->quant != QUANT_NONE && tensor_is_block_matrix(t);
     const double e = packed ? memmodel_frozen_elem_bytes(c, true) - memmodel_quant_state_bytes(c)
                             : memmodel_frozen_elem_bytes(c, false);
     return (uint64_t)((double)numel * e + 0.5);

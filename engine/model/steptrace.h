@@ -115,12 +115,10 @@ static inline uint64_t wbytes(const struct stepreplay_shape *sh)
     return (sh->amp && sh->full) || (sh->shards > 1 && !sh->shard16) ? 4 : sh->ew;
 }
 
-/* Whether parameter pi is a bitsandbytes 4-bit weight: a block Linear's (not a bias). */
+/* Whether parameter pi is a bitsandbytes 4-bit weight: a block Linear's. */
 static inline bool quantized(const struct stepreplay_shape *sh, size_t pi)
 {
-    const struct tensor *x = &sh->params->t[pi];
-    return sh->quant4 && !x->bias && x->layer >= 0 && x->layer < sh->layers &&
-           x->role >= ROLE_Q && x->role <= ROLE_DOWN;
+    return sh->quant4 && tensor_is_block_matrix(&sh->params->t[pi]);
 }
 
 /* The elements parameter pi stores: a 4-bit weight packs two weights a byte into

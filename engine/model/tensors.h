@@ -55,6 +55,13 @@ static inline int64_t tensor_numel(const struct tensor *t) { return t->rows * t-
 /* True for the weight matrices that Linear/Embedding modules own (LLMem counts those). */
 bool tensor_is_matrix(const struct tensor *t);
 
+/* True for a block's Linear weights (no bias, no norm): what a k-bit base quantizes, the
+ * lm_head and embedding left as they are. */
+static inline bool tensor_is_block_matrix(const struct tensor *t)
+{
+    return t->layer >= 0 && tensor_is_matrix(t);
+}
+
 /* Role name as used in LoRA target lists and messages: "q", "gate", "lm_head", ... */
 const char *tensor_role_name(enum tensor_role r);
 
