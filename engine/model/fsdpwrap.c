@@ -222,5 +222,8 @@ void fsdpwrap_phases(const struct model_plan *p, const struct train_config *c, c
         mp->wrap_floor[ph] = w.reserved + memmodel_round(f[TERM_COMM]) + memmodel_round(f[TERM_GRADS]) +
                              memmodel_round((uint64_t)(small * (double)f[TERM_OPTIMIZER])) +
                              memmodel_round(r->whole);
+        const uint64_t top = mp->wrap_floor[ph] + mp->stream_free[ph];
+        if (mp->phase_on[ph] && top > mp->wrap_top)
+            mp->wrap_top = top;
     }
 }

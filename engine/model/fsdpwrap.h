@@ -53,8 +53,9 @@ struct resident;
 struct mem_prepared;
 
 /* The wrap in configuration c's phases (feature cpu-init, sync-states for step 2): fills
- * mp->wrap_reserved, wrap_allocated and wrap_floor from the replay and the phases' fixed
- * terms (r: c's resident terms), or leaves them 0 without the feature or the replay. */
+ * mp->wrap_reserved, wrap_allocated, wrap_floor and wrap_top from the replay and the
+ * phases' fixed terms and side pools (r: c's resident terms; after streamfree_phases), or
+ * leaves them 0 without the feature or the replay. */
 void fsdpwrap_phases(const struct model_plan *p, const struct train_config *c, const struct resident *r,
                      struct mem_prepared *mp);
 

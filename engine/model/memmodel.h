@@ -87,6 +87,8 @@ struct mem_prepared {
     uint64_t wrap_floor[PHASE_COUNT]; /* ... with what each phase holds beside that cache
                                 (other streams' tensors, small-pool ones; fsdpwrap.c
                                 fsdpwrap_phases): the least its own reserved can be; 0 = none */
+    uint64_t wrap_top;       /* the largest of the phases' floors with their side pools' free
+                                parts (stream_free): the least a replayed step reserves */
     bool phase_on[PHASE_COUNT];
     /* per-token coefficients of the batch-dependent terms (bytes) */
     uint64_t layer_tok;      /* one block's saved activations per token */

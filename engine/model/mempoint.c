@@ -367,7 +367,7 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
     memmodel_seq(mp, c->seq_len, &ms);
     point_parts(c, mp, &ms, &x);
     const uint64_t base = bytes_add(opt->base_bytes, mp->nccl);
-    uint64_t held = 0, wrap_floor = 0;
+    uint64_t held = 0;
     for (int ph = 0; ph < PHASE_COUNT; ph++) {
         if (!mp->phase_on[ph])
             continue;
@@ -385,8 +385,6 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         uint64_t own = bytes_add(others, x.lg_res[ph]);
         own = own > mp->wrap_floor[ph] ? own : mp->wrap_floor[ph];
         e->phase_reserved[ph] = bytes_add(own, mp->stream_free[ph]);
-        wrap_floor = wrap_floor > bytes_add(mp->wrap_floor[ph], mp->stream_free[ph])
-                         ? wrap_floor : bytes_add(mp->wrap_floor[ph], mp->stream_free[ph]);
         if (alloc > e->allocated)
             e->allocated = alloc;
         if (e->phase_reserved[ph] > e->reserved)
@@ -405,7 +403,7 @@ void memmodel_eval(const struct model_plan *p, const struct train_config *c,
         if (r) {
             e->reserved_phases = e->reserved;
             e->reserved = r > e->allocated ? r : e->allocated;
-            e->reserved = e->reserved > wrap_floor ? e->reserved : wrap_floor;
+            e->reserved = e->reserved > mp->wrap_top ? e->reserved : mp->wrap_top;
         }
     }
     e->step_end = merge_segment(c, mp);
