@@ -146,6 +146,43 @@ static void test_quant_floor(void **state)
     }
 }
 
+/* transformers <= 4.39's rotary tables (FEAT_ROPE_TABLES) on the same units with
+ * max_position_embeddings 4096: each block's two tables, 4096 x 128 bf16, 1 MiB each, move
+ * after its parameters and stay. 1 MiB is a small-pool request: block 0's two norms and
+ * first table share a 2 MiB small segment, its second table cuts a second one. Block 1's
+ * norms take the 16 KiB the first one's freed norms left, its first table the second
+ * segment's free MiB, its second table cuts a third; the root's final norm fits beside.
+ * Reserved 680 MiB (test_by_hand) + 4 MiB, allocated + the four tables' 4 MiB. fp32
+ * tables (FEAT_ROPE_TABLES_FP32), 2 MiB each, are large requests: block 0 cuts a 20 MiB
+ * segment for its pair (below 10 MiB a large request gets kLargeBuffer), block 1's pair
+ * fits into it, reserved 680 + 20 MiB. Every rank holds them whole: the phases' weights
+ * grow by exactly the tables on one GPU. */
+static void test_rope_tables(void **state)
+{
+    (void)state;
+    struct model_plan p4;
+    assert_int_equal(llama_test_plan(&p4, "wide", (const int64_t[8]){2, 4096, 32, 32, 128, 4096, 4096, 4096}), 0);
+    struct train_config c = fsdp1_config();
+    struct fsdpwrap_result r;
+    assert_int_equal(fsdpwrap_replay(&p4, &c, false, &r), 0);
+    assert_int_equal(r.reserved, 680 * MiB);
+    c.features |= FEAT_ROPE_TABLES;
+    assert_int_equal(fsdpwrap_replay(&p4, &c, false, &r), 0);
+    assert_int_equal(r.reserved, 684 * MiB);
+    assert_int_equal(r.allocated, 2 * (112 * MiB + 8192) + 32 * MiB + 4096 + 4 * MiB);
+    c.features |= FEAT_ROPE_TABLES_FP32;
+    assert_int_equal(fsdpwrap_replay(&p4, &c, false, &r), 0);
+    assert_int_equal(r.reserved, 700 * MiB);
+    assert_int_equal(r.allocated, 2 * (112 * MiB + 8192) + 32 * MiB + 4096 + 8 * MiB);
+    struct train_config one = tiny_base_config();
+    struct mem_estimate plain, tables;
+    tiny_predict(&p4, &one, &plain);
+    one.features |= FEAT_ROPE_TABLES;
+    tiny_predict(&p4, &one, &tables);
+    assert_int_equal(tables.allocated - plain.allocated, 4 * MiB);
+    plan_free(&p4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +190,7 @@ int main(void)
         cmocka_unit_test(test_not_fsdp1),
         cmocka_unit_test(test_floor),
         cmocka_unit_test(test_quant_floor),
+        cmocka_unit_test(test_rope_tables),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -127,6 +127,9 @@ static const char *apply_features(const char *list, struct train_config *c)
         /* torch pipelining's ScheduleInterleaved1F1B (train.h FEAT_PP_INTERLEAVED) */
         {"pp-interleaved", FEAT_PP_INTERLEAVED, 0, NULL},
         {"no-kbit-prep", 0, FEAT_KBIT_PREP | FEAT_KBIT_TRL, NULL},
+        /* transformers <= 4.39's per-layer rotary cos/sin tables (train.h FEAT_ROPE_TABLES) */
+        {"rope-tables", FEAT_ROPE_TABLES, FEAT_ROPE_TABLES_FP32, NULL},
+        {"rope-tables-fp32", FEAT_ROPE_TABLES | FEAT_ROPE_TABLES_FP32, 0, NULL},
         {"act-offload", 0, 0, "activation offloading to CPU is not modelled"},
         {"selective-ac", 0, 0, "selective (per-op) activation checkpointing is not modelled"},
         /* --precision fp8 rows (datasets/measured/README.md): torchao's float8 all-gather

@@ -19,6 +19,7 @@
 struct unit {
     uint64_t bytes[UNIT_MAX];
     uint32_t n;
+    uint64_t table;  /* each of its attention's two rotary tables (resident_rope_table), or 0 */
 };
 
 struct wrap {
@@ -67,7 +68,19 @@ static void sync_buckets(struct wrap *w, const struct unit *u)
         free_or_fail(w, flight[i]);
 }
 
-/* One unit's construction (steps 1 to 4). */
+static void unit_add(struct unit *u, uint64_t bytes, bool *full)
+{
+    if (u->n == UNIT_MAX)
+        *full = true;
+    else if (bytes)
+        u->bytes[u->n++] = bytes;
+}
+
+/* One unit's construction (steps 1 to 4). Its buffers (a block's rotary tables) move after
+ * its parameters and stay (_move_states_to_device: `for param in params`, then `for buffer
+ * in buffers`); the sync broadcasts them first (_sync_module_params_and_buffers: the
+ * module's not yet synced buffers, then the parameters; torch/distributed/fsdp/
+ * _init_utils.py, 2.2 - 2.5). */
 static void wrap_unit(struct wrap *w, const struct unit *u)
 {
     uint32_t moved[UNIT_MAX];
@@ -76,8 +89,17 @@ static void wrap_unit(struct wrap *w, const struct unit *u)
         moved[i] = alloc_or_fail(w, u->bytes[i]);
         sum += u->bytes[i];
     }
-    if (w->sync)
-        sync_buckets(w, u);
+    const uint32_t nb = u->table ? 2 : 0;
+    for (uint32_t i = 0; i < nb; i++)
+        alloc_or_fail(w, u->table);
+    if (w->sync) {
+        struct unit states = {{u->table, u->table}, nb, 0};
+        bool full = false;
+        for (uint32_t i = 0; i < u->n; i++)
+            unit_add(&states, u->bytes[i], &full);
+        w->failed |= full;
+        sync_buckets(w, &states);
+    }
     const uint32_t flat = alloc_or_fail(w, sum);
     const uint64_t dp = (uint64_t)w->c->dp;
     alloc_or_fail(w, (sum + dp - 1) / dp); /* the shard, kept */
@@ -86,13 +108,6 @@ static void wrap_unit(struct wrap *w, const struct unit *u)
         free_or_fail(w, moved[i]);
 }
 
-static void unit_add(struct unit *u, uint64_t bytes, bool *full)
-{
-    if (u->n == UNIT_MAX)
-        *full = true;
-    else if (bytes)
-        u->bytes[u->n++] = bytes;
-}
 
 /* The stored bytes of a base tensor of numel elements: trained ones in the trained dtype,
  * a quantized base's block Linears packed (their quant_state is not a parameter), the rest
@@ -132,7 +147,7 @@ static size_t block_units(struct wrap *w, const struct model_plan *p, size_t i, 
                 unit_add(blk, a, full);
                 unit_add(blk, b, full);
             } else {
-                const struct unit ua = {{a}, 1}, ub = {{b}, 1};
+                const struct unit ua = {{a}, 1, 0}, ub = {{b}, 1, 0};
                 wrap_unit(w, &ua);
                 wrap_unit(w, &ub);
             }
@@ -160,7 +175,7 @@ int fsdpwrap_replay(const struct model_plan *p, const struct train_config *c, bo
         free(blocks);
         return -1;
     }
-    struct unit root = {{0}, 0};
+    struct unit root = {{0}, 0, 0};
     bool full = false;
     for (size_t i = 0; i < p->tensors.n && !w.failed;) {
         const struct tensor *t = &p->tensors.t[i];
@@ -169,7 +184,7 @@ int fsdpwrap_replay(const struct model_plan *p, const struct train_config *c, bo
             i++;
             continue;
         }
-        struct unit blk = {{0}, 0};
+        struct unit blk = {{0}, 0, resident_rope_table(p, c)};
         i = block_units(&w, p, i, &blk, &full);
         wrap_unit(&w, &blk);
     }

@@ -20,6 +20,7 @@
 #include "activations.h"
 #include "float8.h"
 #include "mempoint.h"
+#include "resident.h"
 #include "units.h"
 
 /* --- sources: where each size comes from ---------------------------------------------- */
@@ -38,6 +39,7 @@
                   "and every rank keeps the absmax whole (module.quant_state); LLM.int8: int8"
 #define SRC_INT8_SCALE "bitsandbytes Int8Params (LLM.int8): one fp32 scale per row"
 #define SRC_UNTIED "litgpt: a separate lm_head even for tied models (model.py GPT.lm_head)"
+#define SRC_ROPE "transformers <= 4.39: each attention layer's LlamaRotaryEmbedding buffers, whole on every rank"
 #define SRC_LORA "PEFT tuners/lora/layer.py: lora_A (r x in), lora_B (out x r), fp32 by " \
                  "autocast_adapter_dtype; one adapter per fused module"
 #define SRC_MIXED_UNIT "torch FSDP use_orig_params=True (Lightning fsdp.py:175 @71aed751f7): a Block " \
@@ -449,6 +451,17 @@ static void weight_rows(struct build *b, const struct ctx *x)
         if (row) {
             snprintf(row->shape, sizeof row->shape, "%" PRId64 " rows", x->p->block_rows);
             b->real[b->d->n - 1] = 4.0 * (double)x->p->block_rows / (double)c->tp * shard * share;
+        }
+    }
+    if (r->tables) { /* resident.c resident_rope_table */
+        const uint64_t eb = resident_rope_table(x->p, c) / (uint64_t)(m->max_pos * m->head_dim);
+        struct mem_detail_row *row = add_row(b, TERM_PARAMS, "rotary cos/sin tables",
+                                             dtype_of(eb, c->precision), SRC_ROPE);
+        if (row) {
+            snprintf(row->shape, sizeof row->shape, "%" PRId64 " x %" PRId64, m->max_pos, m->head_dim);
+            snprintf(row->count, sizeof row->count, "2 x %" PRIu64 " layers",
+                     r->tables / (2 * resident_rope_table(x->p, c)));
+            b->real[b->d->n - 1] = (double)r->tables;
         }
     }
     if (!full && shard) { /* the adapters, in the trained dtype */

@@ -135,6 +135,7 @@ static void pp_stage(const struct model_plan *p, const struct train_config *c,
     const double tshare = c->finetune == FT_FULL ? share : per / L;
     *r = *all;
     r->w = (uint64_t)((double)all->w * share);
+    r->tables = all->tables / (uint64_t)p->spec.layers * (uint64_t)per; /* its blocks' */
     r->g = (uint64_t)((double)all->g * tshare);
     r->o = (uint64_t)((double)all->o * tshare);
     r->paged = (uint64_t)((double)all->paged * tshare);
@@ -375,7 +376,7 @@ void memmodel_resident(const struct model_plan *p, const struct train_config *c,
         .bucket = r.bucket, .paged = r.paged, .paged_one = r.paged_one, .host = r.host, .acc = r.acc,
         .root_hold = r.root_hold, .root_end = r.root_end, .root_gather = r.root_gather,
         .root_shard = r.root_shard,
-        .g_frozen = r.g_frozen,
+        .g_frozen = r.g_frozen, .tables = r.tables,
     };
     resident_shard_kind(c, &out->zero3, &out->ds);
 }

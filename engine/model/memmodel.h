@@ -228,6 +228,7 @@ struct mem_resident {
     uint64_t root_hold, root_end, root_gather; /* FSDP1's root unit (resident.c root_grads) */
     uint64_t root_shard;      /* FSDP1: the root's gradient shard, out of g (made after backward) */
     uint64_t g_frozen;        /* the part of g that is frozen weights' (resident.c mixed_unit_grads) */
+    uint64_t tables;          /* the part of w that is rotary cos/sin tables (FEAT_ROPE_TABLES) */
     bool zero3;               /* parameters, gradients and states sharded over dp */
     bool ds;                  /* the fp32 master copy lives in the optimizer */
 };

@@ -535,9 +535,39 @@ static double sharded_terms(const struct model_plan *p, const struct train_confi
     return whole;
 }
 
+/* transformers 4.31 - 4.39 (FEAT_ROPE_TABLES): each attention layer builds its own
+ * LlamaRotaryEmbedding, which registers cos and sin of every position up to
+ * max_position_embeddings as non-persistent buffers of max_position_embeddings x dim, in
+ * torch.get_default_dtype() at construction: 4.31 - 4.37 `_set_cos_sin_cache(...,
+ * dtype=torch.get_default_dtype())` (`cos_cached`, `sin_cached`), 4.38.0 - 4.39.3
+ * `register_buffer("_cos_cached", emb.cos().to(torch.get_default_dtype()), persistent=False)`
+ * "For BC" (src/transformers/models/llama/modeling_llama.py, LlamaRotaryEmbedding.__init__;
+ * Mistral's and Qwen2's copies the same); 4.40 keeps inv_freq only. from_pretrained and
+ * from_config with torch_dtype construct under that default dtype, and .to(dtype) casts
+ * floating buffers too, so the tables are in the weights' dtype, or fp32 where a script
+ * built the model without torch_dtype and cast only its parameters (Answer.AI fsdp_qlora
+ * train.py L576-577 @4cd6923: `from_config(cfg)` under init_empty_weights, whose buffers
+ * stay real on the CPU; load_and_quantize converts the checkpoint's tensors only, and
+ * non-persistent buffers are not in it). Buffers are neither flattened nor sharded: every
+ * rank (every TP rank too) moves its units' tables to the GPU whole. dim is head_dim (the
+ * Llama family; a partial rotary's smaller tables would be over-counted). */
+uint64_t resident_rope_table(const struct model_plan *p, const struct train_config *c)
+{
+    const struct model_spec *m = &p->spec;
+    if (!(c->features & FEAT_ROPE_TABLES) || m->pos != POS_ROTARY || m->max_pos < 1)
+        return 0;
+    /* the weights' load dtype: a k-bit preparation's fp32 ends are cast parameters only */
+    const bool fp32 = (c->features & FEAT_ROPE_TABLES_FP32) || c->precision == PREC_FP32 ||
+                      (c->finetune == FT_FULL ? memmodel_trained_bytes(c) == 4
+                                              : train_mixed(c) && (c->features & FEAT_FP32_BASE));
+    const uint64_t eb = fp32 ? 4 : 2;
+    return (uint64_t)m->max_pos * (uint64_t)m->head_dim * eb;
+}
+
 void resident_terms(const struct model_plan *p, const struct train_config *c, struct resident *r)
 {
     const double whole = sharded_terms(p, c, r);
     r->whole = (uint64_t)whole;
-    r->w += r->whole;
+    r->tables = resident_rope_table(p, c) * 2 * (uint64_t)p->spec.layers;
+    r->w += r->whole + r->tables;
 }

@@ -33,11 +33,17 @@ struct resident {
     uint64_t g_frozen;        /* the part of g that is frozen weights' (mixed_unit_grads) */
     uint64_t whole;           /* the part of w every rank keeps whole beside its shards:
                                  bitsandbytes' QuantState (memmodel_quant_state_bytes) */
+    uint64_t tables;          /* the part of w that is module buffers every rank keeps whole:
+                                 transformers <= 4.39's rotary cos/sin tables (FEAT_ROPE_TABLES) */
 };
 
 /* Fills *r for configuration c of plan p (per GPU, after its TP, DP, EP and pipeline-free
  * shares; memmodel.c's pp_stage takes a stage's share of it). */
 void resident_terms(const struct model_plan *p, const struct train_config *c, struct resident *r);
+
+/* @return the bytes of one rotary table (cos or sin) of one attention layer under
+ *         FEAT_ROPE_TABLES, max_position_embeddings x head_dim in its dtype; 0 without. */
+uint64_t resident_rope_table(const struct model_plan *p, const struct train_config *c);
 
 /* Whether c shards parameters, gradients and states over dp (FSDP / ZeRO-3: *zero3) and
  * whether its fp32 master copy lives in DeepSpeed's optimizer (*ds). */

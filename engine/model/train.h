@@ -197,6 +197,14 @@ bool stack_hf_bool_mask(enum stack s);
 #define FEAT_WRAP_CACHE (UINT64_C(1) << 45)
 /* ... with sync_module_states: the wrap broadcasts each unit in flat buckets (fsdpwrap.h) */
 #define FEAT_SYNC_STATES (UINT64_C(1) << 46)
+/* transformers 4.31 - 4.39: every attention layer's LlamaRotaryEmbedding keeps cos and sin
+ * tables of max_position_embeddings x head_dim as non-persistent buffers, built in the
+ * default dtype when the model is constructed (resident.c rope_tables cites the source);
+ * 4.40 computes them per forward from inv_freq. In the weights' dtype, or fp32
+ * (FEAT_ROPE_TABLES_FP32: a model built without torch_dtype and never cast, as Answer.AI's
+ * QLoRA loader builds it) */
+#define FEAT_ROPE_TABLES (UINT64_C(1) << 47)
+#define FEAT_ROPE_TABLES_FP32 (UINT64_C(1) << 48)
 
 /* LoRA targets: a bit set of tensor roles (1u << ROLE_Q, ...). */
 #define TARGET_BIT(r) (1u << (r))
