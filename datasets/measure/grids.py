@@ -343,7 +343,7 @@ GPU_NEXT = [
     # reserved peak when training asks the default stream for little? gpu-residue's kept
     # cache (1.2 to 2.5 GiB) was reused, and the reserved peak moved at most 0.09 GiB, but
     # those runs' activations and states were large. Answer.AI's fsdp_qlora benchmark
-    # (tests/research/answerai-3090.csv) measures Llama-2-7B LoRA r64, batch 1, FSDP1 over 2
+    # (datasets/measured/answerai-3090.csv) measures Llama-2-7B LoRA r64, batch 1, FSDP1 over 2
     # ranks at a reserved peak constant in the context (10.24 / 10.22 GiB at 512 / 2048
     # tokens). Since stop 38 the model replays the wrap (engine/model/fsdpwrap.c) and takes
     # its reserved as a floor. Its layout on TinyLlama (32k vocabulary, so the step's demand

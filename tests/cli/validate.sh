@@ -73,13 +73,20 @@ awk -F, '$3 == "\"AOF8\"" && $6 == "33.710" && $9 == "\"ok\"" { f = 1; if ($8 < 
 # stage's outputs, larger than any earlier request, in a segment of its own) took TT-14/15
 # from -16.2/-10.1 to -5.5/+0.3 % and TT-13 to -16.7 %: 5 such rows, the bound now (TT-14's own
 # interleaved schedule then took it to +8.3 %).
+# Stop 40 added Answer.AI's 2 x RTX 3090 rows (answerai-3090.csv, source AAI: FSDP1 LoRA and
+# QLoRA, the kind of collection issue 12 names), held out of the repo while they were 5, then
+# 1, grade B rows more than 10 % below; transformers <= 4.39's rotary tables (features
+# rope-tables, rope-tables-fp32) took the last one, AAI-01, from -10.8 to -6.5 %.
 # README "Validation" lists the numbers behind the bounds.
 ALL_BOUND=${LLMEM_VALIDATE_ALL_BOUND:-3.7}
 "$BIN" validate --measured "$PROJECT/datasets/measured/public.csv" \
   --measured "$PROJECT/datasets/measured/salisbury-table1.csv" \
-  --measured "$PROJECT/datasets/measured/public-2.csv" --summary --fail-above "$ALL_BOUND" \
+  --measured "$PROJECT/datasets/measured/public-2.csv" \
+  --measured "$PROJECT/datasets/measured/answerai-3090.csv" --summary --fail-above "$ALL_BOUND" \
   > "$TMP/all.txt" || fail "median error over every measured row above $ALL_BOUND %"
-grep -Eq '^all +147 ' "$TMP/all.txt" || fail "147 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
+grep -Eq '^all +159 ' "$TMP/all.txt" || fail "159 measured rows predicted: $(grep '^all ' "$TMP/all.txt")"
+# Answer.AI's rows: all twelve predicted, median |error| at most 2 % (1.3 at stop 40)
+grep -Eq '^AAI +12 +0 +0 +(0|1)\.[0-9] ' "$TMP/all.txt" || fail "AAI: $(grep '^AAI ' "$TMP/all.txt")"
 # one line per metric after `all`, whose rows add up to it (README "Validation")
 awk '$1 == "all" && !a { a = $2 } $1 == "metric" { m += $3 } END { exit !(a && m == a) }' "$TMP/all.txt" \
   || fail "per-metric lines do not add up to all: $(grep -E '^(all|metric) ' "$TMP/all.txt")"
