@@ -248,6 +248,14 @@ static void test_rows_add_up(void **state)
                     if (make_config(&p, &layouts[li], modes[fi].ft, modes[fi].q, STACK_HF, CKPT_ON, PREC_BF16,
                                     opts[k], &c))
                         check_config(&p, &c);
+                /* transformers <= 4.39's rotary tables, in either dtype (resident.c
+                 * resident_rope_table): whole on every rank, a pipeline stage's blocks' */
+                for (int k = 0; k < 2; k++)
+                    if (make_config(&p, &layouts[li], modes[fi].ft, modes[fi].q, STACK_HF, CKPT_ON, PREC_BF16,
+                                    OPT_ADAMW, &c)) {
+                        c.features |= FEAT_ROPE_TABLES | (k ? FEAT_ROPE_TABLES_FP32 : 0);
+                        check_config(&p, &c);
+                    }
                 /* bitsandbytes' paged AdamW and AdamW8bit (resident.c bnb_paged_states) */
                 for (int k = 0; k < 2; k++)
                     if (make_config(&p, &layouts[li], modes[fi].ft, modes[fi].q, STACK_HF, CKPT_ON, PREC_BF16,

@@ -108,7 +108,6 @@ static void wrap_unit(struct wrap *w, const struct unit *u)
         free_or_fail(w, moved[i]);
 }
 
-
 /* The stored bytes of a base tensor of numel elements: trained ones in the trained dtype,
  * a quantized base's block Linears packed (their quant_state is not a parameter), the rest
  * in the frozen dtype (memmodel.h). */

@@ -406,8 +406,10 @@ static void weight_rows(struct build *b, const struct ctx *x)
     /* a rank's share of what is sharded; offloaded parameters leave only what stays whole */
     const double shard = offload && c->offload == OFFLOAD_PARAMS ? 0.0 : 1.0 / div;
     const uint64_t tb = r->ds ? (c->precision == PREC_FP32 ? 4 : 2) : memmodel_trained_bytes(c);
-    /* a pipeline stage holds its share of the model (memmodel.c pp_stage) */
-    const double share = x->all.w ? (double)r->w / (double)x->all.w : 0.0;
+    /* a pipeline stage holds its share of the model beside its blocks' rotary tables
+     * (memmodel.c pp_stage) */
+    const uint64_t rest = x->all.w - x->all.tables;
+    const double share = rest ? (double)(r->w - r->tables) / (double)rest : 0.0;
     const bool full = c->finetune == FT_FULL;
     const size_t from = b->d->n;
     char name[64], shape[64], count[48];

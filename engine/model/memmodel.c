@@ -134,8 +134,8 @@ static void pp_stage(const struct model_plan *p, const struct train_config *c,
     const double share = (per * (double)p->layer_p + ends) / (double)p->params;
     const double tshare = c->finetune == FT_FULL ? share : per / L;
     *r = *all;
-    r->w = (uint64_t)((double)all->w * share);
     r->tables = all->tables / (uint64_t)p->spec.layers * (uint64_t)per; /* its blocks' */
+    r->w = (uint64_t)((double)(all->w - all->tables) * share) + r->tables;
     r->g = (uint64_t)((double)all->g * tshare);
     r->o = (uint64_t)((double)all->o * tshare);
     r->paged = (uint64_t)((double)all->paged * tshare);
