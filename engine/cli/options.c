@@ -281,6 +281,7 @@ static const struct opt_choice merge_formats[] = {
     {"table", FORMAT_TABLE}, {"csv", FORMAT_CSV}, {"json", FORMAT_JSON}, {"html", FORMAT_HTML}, {NULL, 0}};
 static const struct opt_choice devices_formats[] = {{"text", 0}, {"json", 1}, {NULL, 0}};
 static const struct opt_choice ranks[] = {{"speed", RANK_SPEED}, {"llmem", RANK_LLMEM}, {NULL, 0}};
+static const struct opt_choice rope_tables[] = {{"none", 0}, {"weights", 1}, {"fp32", 2}, {NULL, 0}};
 static const struct opt_choice with_model[] = {{"yes", 1}, {"no", 0}, {"add", RULES_ADD}, {NULL, 0}};
 
 #define SW (CMD_SWEEP | CMD_EXPLAIN) /* what explain reads of the sweep's options */
@@ -362,6 +363,7 @@ static const struct opt_row table[] = {
     FLAG("--quiet", CMD_SWEEP, O(quiet)),
     CHOICE("--rank", CMD_SWEEP, O(rank), ranks),
     CALL("--recipes", CMD_SWEEP, set_recipes),
+    CHOICE("--rope-tables", SW, O(axes.rope_tables), rope_tables),
     STR("--rules", SW, O(rules)),
     STR("--rules", CMD_VALIDATE, V(rules)),
     INTS("--seq", axes.seq, 2, 1 << 20),
@@ -818,6 +820,10 @@ void options_usage(enum options_mode mode)
           "  --paged            bitsandbytes' paged optimizers (HF optim paged_adamw_32bit,\n"
           "                     paged_adamw_8bit): adamw and adamw8bit states in managed\n"
           "                     memory, paged over PCIe when the GPU runs short\n"
+          "  --rope-tables T    none (default), weights or fp32: transformers 4.31-4.39 keep\n"
+          "                     each layer's rotary cos/sin tables (max_position x head_dim)\n"
+          "                     as buffers, whole on every GPU, in the weights' dtype or in\n"
+          "                     fp32 for a model built without torch_dtype\n"
           "  --paper            LLMem's equations exactly (fp16, full, checkpointing, Adam)\n"
           "  --rules PATH       measured peak-type rules (a rules CSV or a folder of them)\n"
           "  --data SHAPE       variable (default: unpacked batches padded to their longest\n"

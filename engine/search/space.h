@@ -46,6 +46,8 @@ struct space_axes {
     bool liger;            /* Liger's fused linear cross-entropy (HF Trainer use_liger_kernel) */
     bool paged;            /* bitsandbytes' paged AdamW / AdamW8bit (HF optim paged_adamw_*) */
     bool pp_interleaved;   /* the interleaved pipeline schedule (--pp-schedule interleaved) */
+    int rope_tables;       /* --rope-tables: 0 none, 1 in the weights' dtype, 2 fp32
+                              (transformers 4.31 - 4.39, train.h FEAT_ROPE_TABLES) */
     enum data_shape data;
     enum alloc_conf alloc;
 };

@@ -212,6 +212,25 @@ PY
   --precision bf16-pure --optimizer adamw --seq 2048 --paged --margin 0 --format json --out "$TMP/paged-sweep.json" \
   2> /dev/null || fail "sweep --paged finds no fit"
 grep -q '"stack": *"hf+paged"' "$TMP/paged-sweep.json" || fail "sweep --paged: stack label"
+# --rope-tables (transformers 4.31-4.39's per-layer rotary cos/sin buffers): Llama-2-7B's 32
+# layers x 2 tables x 4096 positions x 128, whole on the one GPU: 64 MiB in the bf16 weights'
+# dtype, 128 MiB in fp32, on top of the allocated peak; the sweep's stack label says so
+rt=(explain --model meta-llama/Llama-2-7b-hf --finetune lora --micro-batch 1 --seq 512 --stack hf-4.31 --format json)
+for r in none weights fp32; do "$BIN" "${rt[@]}" --rope-tables "$r" > "$TMP/rope-$r.json"; done
+python3 - "$TMP"/rope-none.json "$TMP"/rope-weights.json "$TMP"/rope-fp32.json <<'PY' || fail "--rope-tables: not the tables' bytes"
+import json, sys
+a = [json.load(open(f))["allocated_bytes"] for f in sys.argv[1:]]
+assert (a[1] - a[0], a[2] - a[0]) == (32 * 2 * 4096 * 128 * 2, 32 * 2 * 4096 * 128 * 4), a
+i = [json.load(open(f))["inputs"].get("rope_tables") for f in sys.argv[1:]]
+assert i == [None, "weights", "fp32"], i
+PY
+"$BIN" "${rt[@]:0:11}" --rope-tables fp32 | grep -q 'stack hf-4.31+rope-tables-fp32$' || fail "explain: no rope tables in the stack line"
+expect_exit 2 "$BIN" "${rt[@]}" --rope-tables yes
+expect_err "invalid value 'yes' for --rope-tables (none, weights or fp32)"
+"$BIN" --model meta-llama/Llama-2-7b-hf --gpu RTX4090-24GB --methods single --finetune lora --seq 512 \
+  --stack hf-4.31 --rope-tables weights --margin 0 --format json --out "$TMP/rope-sweep.json" 2> /dev/null \
+  || fail "sweep --rope-tables finds no fit"
+grep -q '"stack": *"hf-4.31+rope-tables"' "$TMP/rope-sweep.json" || fail "sweep --rope-tables: stack label"
 # a torchtitan pipeline's merged result: its own segment on top of the phases' reserved
 "$BIN" explain --measured "$M/public-2.csv" --id TT-13 --format json > "$TMP/tt13.json"
 python3 - "$TMP/tt13.json" <<'PY' || fail "TT-13's step-end segment is not reserved beyond its phases"
@@ -229,7 +248,8 @@ expect_err "has no row with id 'NO-SUCH-ROW'"
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --model gpt2
 expect_err "drop --model"
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --stack torchtune
-expect_err "drop --stack, --attention, --liger, --paged, --data and --alloc-conf"
+expect_err "drop --stack, --attention, --liger, --paged, --rope-tables, --data and --alloc-conf"
+expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --rope-tables fp32
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --data packed
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --seq 1024
 expect_exit 3 "$BIN" explain --measured "$M/public-2.csv" --id TT-08
