@@ -11,6 +11,7 @@
 
 #include "fsdpwrap.h"
 #include "memmodel.h"
+#include "resident.h"
 #include "tiny_model.h"
 
 #define MiB (UINT64_C(1) << 20)
@@ -174,6 +175,23 @@ static void test_rope_tables(void **state)
     assert_int_equal(fsdpwrap_replay(&p4, &c, false, &r), 0);
     assert_int_equal(r.reserved, 700 * MiB);
     assert_int_equal(r.allocated, 2 * (112 * MiB + 8192) + 32 * MiB + 4096 + 8 * MiB);
+    /* the weights' load dtype: bf16-pure's 2 bytes; mixed precision's fp32 master weights;
+     * a LoRA base in the compute dtype, fp32 only under fp32 or an fp32 base (FEAT_FP32_BASE) */
+    const uint64_t elems = 4096 * 128;
+    struct train_config d = fsdp1_config();
+    d.features |= FEAT_ROPE_TABLES;
+    assert_int_equal(resident_rope_table(&p4, &d), 2 * elems);
+    d.precision = PREC_BF16;
+    assert_int_equal(resident_rope_table(&p4, &d), 4 * elems);
+    d.finetune = FT_LORA, d.lora_r = 8, d.lora_targets = TARGET_BIT(ROLE_Q);
+    assert_int_equal(resident_rope_table(&p4, &d), 2 * elems);
+    d.features |= FEAT_FP32_BASE;
+    assert_int_equal(resident_rope_table(&p4, &d), 4 * elems);
+    d.features &= ~FEAT_FP32_BASE;
+    d.precision = PREC_FP32;
+    assert_int_equal(resident_rope_table(&p4, &d), 4 * elems);
+    d.features &= ~FEAT_ROPE_TABLES;
+    assert_int_equal(resident_rope_table(&p4, &d), 0);
     struct train_config one = tiny_base_config();
     struct mem_estimate plain, tables;
     tiny_predict(&p4, &one, &plain);
