@@ -153,38 +153,37 @@ static void amp_block_bwd(const struct ctx *c, const size_t *pi, uint32_t in_id)
     amp_norm_bwd(c, id_slot(t, c->l, S_N1B), in_id);
 }
 
-/* The final norm, the lm_head and the hf loss path (losspath.c `hf_path`): the norm's
- * saved product and output in fp32, the head weight's cast (saved by its mm, so the
- * autocast exit leaves it), the input's cast, the bf16 logits, their fp32 upcast and
- * log_softmax's saved output; the upcast dies with the loss function, accelerate's fp32
- * copy of the logits (HF Trainer under mixed precision; a loop of its own has none, and the
- * copy takes the upcast's block of the same size, so the allocator's state is the same)
- * and the model's outputs with Trainer.compute_loss returning the loss only. */
-static void amp_head_fwd(struct tracer *t, const struct stepreplay_shape *sh, size_t head, uint64_t tok)
+/* The final norm, the lm_head and the loss path's events inside the model's forward (hf's:
+ * losspath.c `hf_path`, the only path the autocast list runs): the norm's saved product
+ * and output in fp32, the head weight's cast (saved by its mm, so the autocast exit leaves
+ * it), the input's cast, then the bf16 logits, their fp32 upcast and log_softmax's saved
+ * output, the upcast dying with the loss function; the norm's output dies as the forward
+ * returns. */
+static void amp_head_fwd(struct tracer *t, const struct stepreplay_shape *sh, size_t head, uint64_t tok,
+                         const struct lp_ops *lp)
 {
-    const uint64_t h = sh->h, nv = tok * sh->vocab;
+    const uint64_t h = sh->h;
     const struct ctx c0 = {t, sh, tok, 0, false};
     ta(t, id_glob(t, G_GA), tok * 4 * h), tf(t, id_glob(t, G_GA));
     ta(t, id_glob(t, G_FNB), tok * 4 * h), ta(t, id_glob(t, G_FN), tok * 4 * h);
     amp_cast(&c0, head);
     ta(t, id_glob(t, G_HC), tok * 2 * h);
-    ta(t, id_glob(t, G_LG), nv * 2), ta(t, id_glob(t, G_UP), nv * 4), ta(t, id_glob(t, G_LSM), nv * 4);
-    tf(t, id_glob(t, G_UP)), ta(t, id_glob(t, G_UP), nv * 4);
-    tf(t, id_glob(t, G_LG)), tf(t, id_glob(t, G_UP)), tf(t, id_glob(t, G_FN));
+    trace_loss_ops(t, lp, 0, lp->forward, tok * sh->vocab, UINT32_MAX); /* no kept outputs */
+    tf(t, id_glob(t, G_FN));
 }
 
-/* The loss's backward, the lm_head's and the final norm's: the stream's fp32 gradient G_GX. */
+/* After the autocast exit: the rest of the loss path, accelerate's fp32 copy of the logits
+ * (HF Trainer under mixed precision) and the model's outputs dying with
+ * Trainer.compute_loss returning the loss only, then the loss's backward; the lm_head's and
+ * the final norm's: the stream's fp32 gradient G_GX. */
 static void amp_head_bwd(struct tracer *t, const struct stepreplay_shape *sh, size_t head,
-                         uint64_t tok, uint32_t x_id)
+                         uint64_t tok, uint32_t x_id, const struct lp_ops *lp)
 {
-    const uint64_t nv = tok * sh->vocab;
     const struct ctx c0 = {t, sh, tok, 0, false};
-    ta(t, id_glob(t, G_NLL), nv * 4), ta(t, id_glob(t, G_GLSM), nv * 4);
-    tf(t, id_glob(t, G_LSM)), tf(t, id_glob(t, G_NLL));
-    ta(t, id_glob(t, G_GLG), nv * 2), tf(t, id_glob(t, G_GLSM));
+    trace_loss_ops(t, lp, lp->forward, lp->n, tok * sh->vocab, UINT32_MAX);
     ta(t, id_glob(t, G_GA), tok * 2 * sh->h);
     amp_wgrad(&c0, head, -1);
-    tf(t, id_glob(t, G_HC)), tf(t, id_glob(t, G_GLG));
+    tf(t, id_glob(t, G_HC)), tf(t, t->head_grad);
     amp_up(&c0, id_glob(t, G_GA), id_glob(t, G_C2));
     ta(t, id_glob(t, G_GD), tok * 4 * sh->h), tf(t, id_glob(t, G_C2)), tf(t, id_glob(t, G_FNB));
     ta(t, id_glob(t, G_GX), tok * 4 * sh->h), tf(t, id_glob(t, G_GD)), tf(t, x_id);
@@ -208,14 +207,19 @@ void stepamp_step(struct tracer *t, const struct stepreplay_shape *sh, const str
         if (sh->ckpt)
             trace_ckpt_drop(t, l);
     }
-    amp_head_fwd(t, sh, r->head, tok);
+    struct lp_ops lp;
+    if (losspath_ops(sh->loss, sh->loss_class, 1, &lp) != 0) {
+        t->fail = 1;
+        return;
+    }
+    amp_head_fwd(t, sh, r->head, tok, &lp);
     if (sh->eager && !sh->ckpt)
         tf(t, id_glob(t, G_MASK));
     if (sh->ckpt) /* the outermost autocast exits: cached casts nothing saved die */
         for (size_t i = 0; i < t->np; i++)
             if (i != r->head && t->live[id_param(t, K_CAST, i)])
                 tf(t, id_param(t, K_CAST, i));
-    amp_head_bwd(t, sh, r->head, tok, amp_layer_in(t, sh->layers));
+    amp_head_bwd(t, sh, r->head, tok, amp_layer_in(t, sh->layers), &lp);
     for (int32_t l = sh->layers - 1; l >= 0; l--) {
         const struct ctx c = {t, sh, tok, l, false};
         const size_t *pi = r->layer + (size_t)l * ROLE_COUNT;

@@ -385,25 +385,15 @@ static void head(struct tracer *t, const struct stepreplay_shape *sh, uint64_t t
         t->fail = 1;
         return;
     }
-    const size_t last = lp.n - 1;
-    for (size_t i = 0; i < lp.n; i++) {
-        const struct lp_op *o = &lp.op[i];
-        if (i == lp.forward) { /* the model's forward returns */
-            if (!sh->full) /* nor does a frozen lm_head save its input */
-                tf(t, id_glob(t, G_FN));
-            if (have_prev)
-                for (int32_t k = 0; k <= 2 * t->layers; k++)
-                    tf(t, id_kept(t, !gen, k));
-        }
-        const uint32_t id = (int)o->slot == lp.outputs_slot ? id_kept(t, gen, 2 * t->layers)
-                                                             : id_glob(t, G_LP + o->slot);
-        if (i == lp.grad_free)
-            t->head_grad = id;
-        else if (o->alloc)
-            ta(t, id, nv * o->units / LOSSPATH_UNIT);
-        else if (!(i == last && lp.outputs_slot >= 0))
-            tf(t, id);
-    }
+    const uint32_t outputs = id_kept(t, gen, 2 * t->layers);
+    trace_loss_ops(t, &lp, 0, lp.forward, nv, outputs);
+    /* the model's forward returns */
+    if (!sh->full) /* nor does a frozen lm_head save its input */
+        tf(t, id_glob(t, G_FN));
+    if (have_prev)
+        for (int32_t k = 0; k <= 2 * t->layers; k++)
+            tf(t, id_kept(t, !gen, k));
+    trace_loss_ops(t, &lp, lp.forward, lp.n, nv, outputs);
     ta(t, id_glob(t, G_GA), tok * ew * h); /* lm_head's input gradient */
 }
 

@@ -84,6 +84,21 @@ void trace_attn_bwd(const struct ctx *c)
         lf(c, k), lf(c, v);
 }
 
+void trace_loss_ops(struct tracer *t, const struct lp_ops *lp, size_t from, size_t to, uint64_t nv,
+                    uint32_t outputs)
+{
+    for (size_t i = from; i < to && i < lp->n; i++) {
+        const struct lp_op *o = &lp->op[i];
+        const uint32_t id = (int)o->slot == lp->outputs_slot ? outputs : id_glob(t, G_LP + o->slot);
+        if (i == lp->grad_free)
+            t->head_grad = id;
+        else if (o->alloc)
+            ta(t, id, nv * o->units / LOSSPATH_UNIT);
+        else if (!(i == lp->n - 1 && lp->outputs_slot >= 0))
+            tf(t, id);
+    }
+}
+
 /* optimizer.zero_grad() (set_to_none): every gradient of the last step dies (FSDP2: the
  * reduce-scatter outputs the sharded gradients are views of, in their stream's pool). */
 void trace_zero_grad(struct tracer *t)

@@ -26,7 +26,7 @@ enum {
 };
 /* Global tensors: final norm, loss path, gradient flow, kept outputs (two generations). */
 enum {
-    G_X0, G_FNF, G_FNB, G_FN, G_LG, G_UP, G_LSM, G_NLL, G_GLSM, G_GLG, G_GX, G_GA, G_GB,
+    G_X0, G_FNF, G_FNB, G_FN, G_GX, G_GA, G_GB,
     G_GC, G_GD, G_GE, G_GF, G_LR, G_LX, G_EMB, G_W16, G_W32, G_C1, G_C2, G_HC, G_S1, G_S2, G_MASK,
     G_DR,                        /* lora_dropout's input gradient */
     G_DQ, G_DQA,                 /* a 4-bit weight dequantized, and its fp32 absmax */
@@ -178,6 +178,12 @@ void trace_attn_bwd(const struct ctx *c);
  * o_saved_slot: the slot o's backward releases, or -1 under SDPA (trace_attn_bwd does). */
 void trace_o_input_done(const struct ctx *c, bool kept);
 static inline int o_saved_slot(const struct ctx *c) { return c->sh->eager ? S_AOC : -1; }
+/* Events [from, to) of loss path lp (losspath_ops) over nv tokens x vocabulary entries: slot
+ * s is the tensor id_glob(G_LP + s), the loop's kept outputs (lp->outputs_slot) `outputs`.
+ * The free of the logits' gradient waits for the lm_head's backward (t->head_grad), and a
+ * kept output's last free for the loop. */
+void trace_loss_ops(struct tracer *t, const struct lp_ops *lp, size_t from, size_t to, uint64_t nv,
+                    uint32_t outputs);
 /* optimizer.zero_grad(set_to_none=True). */
 void trace_zero_grad(struct tracer *t);
 /* What a checkpointed layer l's forward does not keep. */
