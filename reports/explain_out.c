@@ -73,9 +73,10 @@ static void text_config(const struct explanation *x, FILE *f)
         fprintf(f, " r=%d on %s, base %s", c->lora_r, x->targets, quant_name(c->quant));
     const char *rope = !(c->features & FEAT_ROPE_TABLES) ? ""
                        : (c->features & FEAT_ROPE_TABLES_FP32) ? "+rope-tables-fp32" : "+rope-tables";
-    fprintf(f, ", checkpointing %s, %s%s, stack %s%s%s%s\n", ckpt_mode_name(c),
+    fprintf(f, ", checkpointing %s, %s%s, stack %s%s%s%s%s\n", ckpt_mode_name(c),
             optimizer_name(c->optimizer), (c->features & FEAT_PAGED_OPT) ? " (paged)" : "", stack_name(c->stack),
-            (c->features & FEAT_LIGER_FLCE) ? "+liger" : "", rope, x->par.paper ? " (--paper)" : "");
+            (c->features & FEAT_LIGER_FLCE) ? "+liger" : "", rope,
+            (c->features & FEAT_FSDP_END_UNITS) ? "+end-units" : "", x->par.paper ? " (--paper)" : "");
     fprintf(f, "           %s batches, %s allocator\n", data_shape_name(c->data), alloc_conf_name(c->alloc));
     if (x->moe)
         fprintf(f, "experts    %" PRId64 " routed, %" PRId64 " a token (width %" PRId64 "), shared width %"
@@ -292,6 +293,8 @@ static json_t *inputs_json(const struct explanation *x)
     if (c->features & FEAT_ROPE_TABLES) /* only with the tables, so other outputs keep their bytes */
         json_object_set_new(inputs, "rope_tables",
                             json_string((c->features & FEAT_ROPE_TABLES_FP32) ? "fp32" : "weights"));
+    if (c->features & FEAT_FSDP_END_UNITS) /* likewise only when on */
+        json_object_set_new(inputs, "fsdp_end_units", json_true());
     if (c->ckpt_selective) /* grad_ckpt stays a boolean (full checkpointing) */
         json_object_set_new(inputs, "grad_ckpt_mode", json_string(ckpt_mode_name(c)));
     return inputs;

@@ -313,6 +313,35 @@ static void test_fsdp_qlora_shards(void **state)
     assert_int_equal(rb.w, 4608);
 }
 
+/* FSDP2's end units (resident.c zero3_end_units; torchtitan from 83e69410, torchtune configs
+ * with custom_sharded_layers: ['tok_embeddings', 'output']), full bf16 on two GPUs: a block
+ * is 36992 parameters, 73984 bytes gathered and as much gradient. The root unit (embedding
+ * 64000 + lm_head 64000, x 2 = 256000; the final norm's few bytes left out, as zero3_gather
+ * leaves them) stays gathered beside one block in forward, 329984, and beside two blocks and
+ * a block's gradient in backward, 477952. With
+ * end units forward holds the larger of the lm_head (128000) and a block, 128000; the first
+ * block's backward the block, the prefetched embedding and the gradient, 275968; the last
+ * block's two blocks and the gradient, 221952. */
+static void test_fsdp2_end_units(void **state)
+{
+    (void)state;
+    struct train_config c = tiny_base_config();
+    c.stack = STACK_TORCHTUNE, c.features = stack_features(STACK_TORCHTUNE);
+    c.method = METHOD_ADP, c.gpus = c.dp = 2;
+    struct mem_resident root, ends;
+    memmodel_resident(&plan, &c, MEM_STAGE_ALL, &root);
+    c.features |= FEAT_FSDP_END_UNITS;
+    memmodel_resident(&plan, &c, MEM_STAGE_ALL, &ends);
+    assert_int_equal(root.gather_fwd, 329984);
+    assert_int_equal(root.gather_bwd, 477952);
+    assert_int_equal(root.gather_bwd_last, 477952);
+    assert_int_equal(ends.gather_fwd, 128000);
+    assert_int_equal(ends.gather_bwd, 275968);
+    assert_int_equal(ends.gather_bwd_last, 221952);
+    /* the sharded parameters are the same either way */
+    assert_int_equal(root.w, ends.w);
+}
+
 /* Liger's fused linear cross-entropy (memmodel.c liger_coeffs), full bf16-pure on the tiny
  * model, micro-batch 2 x 8 = 16 tokens, V 1000, h 64: chunks of next_power_of_2(cdiv(16,
  * cdiv(1000, 64) = 16)) = 1 token; at the loss one chunk's logits 1 x 1000 x 2 = 2000, its
@@ -814,6 +843,7 @@ int main(void)
         cmocka_unit_test(test_variable_reserved), cmocka_unit_test(test_fsdp_mixed_precision), cmocka_unit_test(test_reserved_capacity),
         cmocka_unit_test(test_qlora_weights),
         cmocka_unit_test(test_fsdp_qlora_shards),
+        cmocka_unit_test(test_fsdp2_end_units),
         cmocka_unit_test(test_liger),
         cmocka_unit_test(test_paged_small_states),
         cmocka_unit_test(test_paged_room),

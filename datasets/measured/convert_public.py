@@ -37,7 +37,7 @@ FEATURE_ORDER = [
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
     "fsdp", "deepspeed", "flash-attn", "no-accum", "logits-kept", "empty-cache",
     "empty-cache-10", "outputs-kept", "lora-dropout", "ds-default-buckets", "fsdp1",
-    "longest-first", "unfused-adamw",
+    "longest-first", "unfused-adamw", "fsdp-end-units",
 ]
 
 # Out of scope: not decoder-only causal LMs.
@@ -410,10 +410,22 @@ def source_features(letter, row, rid):
         # which torch runs as foreach (one state-sized temporary at the step), not as the
         # fused kernel the stack torchtune assumes
         feats.append("unfused-adamw")
-    if letter == "D":
+    if letter in ("D", "F"):
         # the recipes @0217d44c (and PR #961's) keep `logits` (the fp32 contiguous slice) alive
-        # through loss.backward(); later recipes `del logits` first
+        # through loss.backward(); later recipes `del logits` first. The tutorials' commits
+        # ff594c23 and 0914d5cf, both before 0217d44c, run the same loop
+        # (recipes/lora_finetune_single_device.py L447-468: no `del logits`)
         feats.append("logits-kept")
+        if row["finetune"] != "full":
+            # no LoRA config of these commits sets lora_dropout (llama2/7B_lora*.yaml,
+            # 7B_qlora_single_device.yaml, 70B_lora.yaml), so the builders' default holds:
+            # lora_llama2_7b / lora_llama2_70b `lora_dropout: float = 0.05`
+            # (torchtune/models/llama2/_model_builders.py L56, L217 @0217d44c; L61 @ff594c23
+            # and 0914d5cf; qlora_llama2_7b is a partial of the 7B one), and LoRALinear
+            # applies nn.Dropout(p=dropout) to each adapter's input (modules/peft/lora.py
+            # L67, L129 @0217d44c; an Identity for p = 0 came later)
+            feats.append("lora-dropout")
+    if letter == "D":
         if row["method"].startswith("FSDP"):
             # the distributed recipes @0217d44c wrap the model in FSDP1
             # (torch.distributed.fsdp.FullyShardedDataParallel, full_finetune_distributed.py
@@ -423,6 +435,14 @@ def source_features(letter, row, rid):
         feats += ["packed", "compile"]
         if rid != "TTS-08":          # 405B_qlora uses torch.nn.CrossEntropyLoss at 30b8519e
             feats.append("chunked-ce")
+        if rid == "TTS-06":
+            # llama3_1/70B_full.yaml L97 @30b8519e: custom_sharded_layers: ['tok_embeddings',
+            # 'output']; full_finetune_distributed.py L412-424 adds them to the shard conditions
+            # and training/_distributed.py shard_model runs fully_shard(m,
+            # reshard_after_forward=True) on each before the root: the embedding and the
+            # output are FSDP2 units of their own, the root keeps only the final norm (the
+            # LoRA and QLoRA configs of these rows set no custom_sharded_layers)
+            feats.append("fsdp-end-units")
     if letter == "L":
         feats += ["packed", "flash-attn"]
         # every launch command of docs/source/accelerate/deepspeed.md and fsdp.md

@@ -66,10 +66,13 @@ METHOD_MAP = {
     "adp+tp+pp+cp": ("pp", ["fsdp", "context-parallel"]),
 }
 
-# Pipelined rows: id -> (stages, micro-batches a step). torchtitan's 1F1B runs
-# n_microbatches = the number of stages unless configured (the input notes: "torchtitan
-# default = number of stages, so 8 microbatches of 4 for 1F1B"); the row's micro_batch is
-# the local batch per DP rank, so the pipeline micro-batch is local / n_microbatches.
+# Pipelined rows: id -> (stages, micro-batches a step). torchtitan runs n_microbatches =
+# pipeline_parallel_degree unless configured (parallelisms/pipelining_utils.py L79-81 at
+# 9dec370; train_configs/llama3_405b.toml there sets no pipeline_parallel_microbatches), so
+# 8 for PP 8 under either schedule: the interleaved one's 16 stages take the same 8 (the
+# input notes say "default = number of stages", which gives 8 for 1F1B too). The row's
+# micro_batch is the local batch per DP rank, so the pipeline micro-batch is local /
+# n_microbatches.
 PIPELINES = {
     "TT-13": (8, 8), "TT-14": (8, 8), "TT-15": (8, 8), "TT-16": (8, 8), "TT-17": (8, 8),
     "TT-18": (8, 8),

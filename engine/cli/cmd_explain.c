@@ -92,7 +92,8 @@ static int measured_config(struct options *o, struct train_config *c, struct row
     if (o->axes.stack != STACK_HF || o->axes.data != DATA_VARIABLE || o->axes.alloc != ALLOC_DEFAULT ||
         space_features(&o->axes))
         return usage_error("explain", "--measured takes the stack, features, data shape and allocator from "
-                           "the row: drop --stack, --attention, --liger, --paged, --rope-tables, --data and "
+                           "the row: drop --stack, --attention, --liger, --paged, --rope-tables, --fsdp-end-units, "
+                           "--data and "
                            "--alloc-conf");
     struct csv_table t;
     struct input_error e;

@@ -323,6 +323,7 @@ static const struct opt_row table[] = {
     CHOICE("--format", SW, O(format), formats),
     CHOICE("--format", CMD_MERGE, O(format), merge_formats),
     CHOICE("--format", CMD_DEVICES, 0, devices_formats),
+    FLAG("--fsdp-end-units", SW, O(axes.end_units)),
     STR("--gpu", SW, O(gpu)),
     INTS("--gpus", axes.gpus, 1, 4096),
     NUM("--gpus-per-node", SW, T_INT, O(axes.gpus_per_node), 1, 4096, NULL),
@@ -663,6 +664,11 @@ int options_parse(int argc, char **argv, int first, enum options_mode mode, stru
                                argv + first - 1, o, NULL, NULL);
     if (rc < 0)
         options_usage(mode);
+    /* the end units are FSDP2's (fully_shard per module); FSDP1's root is not modelled so */
+    if (!rc && o->axes.end_units && !o->measured_csv && o->axes.stack != STACK_TORCHTITAN &&
+        o->axes.stack != STACK_TORCHTUNE)
+        rc = usage_error(mode == OPTIONS_EXPLAIN ? "explain" : NULL,
+                         "--fsdp-end-units needs --stack torchtitan or torchtune (FSDP2's units)");
     return rc;
 }
 
@@ -812,7 +818,13 @@ void options_usage(enum options_mode mode)
           "                     (4.49-4.53 or torch < 2.8), hf-4.46 (4.46-4.48),\n"
           "                     hf-4.31 (4.31-4.45), trl (TRL SFTTrainer >= 1.6), trl-0.22,\n"
           "                     trl-0.15 (0.15-0.21, 0.23-1.5), litgpt, torchtune,\n"
-          "                     torchtitan, colossal\n"
+          "                     torchtitan, colossal\n",
+          stdout);
+    fputs("  --fsdp-end-units   FSDP2 (--stack torchtitan or torchtune): the embedding and\n"
+          "                     the output layer are units of their own, gathered only while\n"
+          "                     they run (torchtitan from 83e69410; torchtune configs with\n"
+          "                     custom_sharded_layers: ['tok_embeddings', 'output']), not\n"
+          "                     kept gathered through the step by the root unit\n"
           "  --attention A      sdpa (default), eager, or flash (the flash-attn package:\n"
           "                     K and V kept at their KV width)\n"
           "  --liger            HF Trainer's use_liger_kernel: Liger's fused linear\n"

@@ -173,7 +173,8 @@ struct report_meta {
     uint64_t host_budget_bytes;  /* --host-memory, a node's (0: unchecked or not known) */
     uint64_t host_over;          /* points left out by it (with the counts) */
     char warning[240];           /* e.g. a budget above the GPU's memory; "" when none */
-    char stack[40];              /* the stack, + "+liger", "+paged", "+interleaved" as asked */
+    char stack[64];              /* the stack + "+liger", "+paged", "+interleaved", "+rope-tables[-fp32]",
+                                    "+end-units" as asked */
     char rank_mode[16];
     bool paper;
     const char *rules;           /* path or NULL */

@@ -102,7 +102,8 @@ uint64_t space_features(const struct space_axes *o)
 {
     return (o->eager ? FEAT_EAGER_ATTN : 0) | (o->flash ? FEAT_FLASH_ATTN : 0) | (o->liger ? FEAT_LIGER_FLCE : 0) |
            (o->paged ? FEAT_PAGED_OPT : 0) | (o->pp_interleaved ? FEAT_PP_INTERLEAVED : 0) |
-           (o->rope_tables ? FEAT_ROPE_TABLES : 0) | (o->rope_tables == 2 ? FEAT_ROPE_TABLES_FP32 : 0);
+           (o->rope_tables ? FEAT_ROPE_TABLES : 0) | (o->rope_tables == 2 ? FEAT_ROPE_TABLES_FP32 : 0) |
+           (o->end_units ? FEAT_FSDP_END_UNITS : 0);
 }
 
 /* The configuration of a layout before the tuning axes are set. */

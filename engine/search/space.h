@@ -48,6 +48,8 @@ struct space_axes {
     bool pp_interleaved;   /* the interleaved pipeline schedule (--pp-schedule interleaved) */
     int rope_tables;       /* --rope-tables: 0 none, 1 in the weights' dtype, 2 fp32
                               (transformers 4.31 - 4.39, train.h FEAT_ROPE_TABLES) */
+    bool end_units;        /* --fsdp-end-units: the embedding and the output layer as FSDP2
+                              units of their own (train.h FEAT_FSDP_END_UNITS) */
     enum data_shape data;
     enum alloc_conf alloc;
 };

@@ -231,6 +231,30 @@ expect_err "invalid value 'yes' for --rope-tables (none, weights or fp32)"
   --stack hf-4.31 --rope-tables weights --margin 0 --format json --out "$TMP/rope-sweep.json" 2> /dev/null \
   || fail "sweep --rope-tables finds no fit"
 grep -q '"stack": *"hf-4.31+rope-tables"' "$TMP/rope-sweep.json" || fail "sweep --rope-tables: stack label"
+# --fsdp-end-units (FSDP2: torchtitan from 83e69410, torchtune's custom_sharded_layers):
+# Llama-3.1-70B full on 8 GPUs. The root unit kept the embedding and the lm_head (128256 x
+# 8192 each, bf16) gathered beside a block (its 80th of the rest less the final norm);
+# with end units forward holds the lm_head alone, the last block's backward two blocks, the
+# first block's a block and the prefetched embedding (resident.c zero3_end_units)
+eu=(explain --model meta-llama/Llama-3.1-70B-Instruct --method adp --gpus 8 --micro-batch 2 --seq 2048
+    --precision bf16-pure --finetune full --stack torchtune --format json)
+"$BIN" "${eu[@]}" > "$TMP/eu-root.json" && "$BIN" "${eu[@]}" --fsdp-end-units > "$TMP/eu-ends.json" \
+  || fail "explain --fsdp-end-units"
+python3 - "$TMP/eu-root.json" "$TMP/eu-ends.json" <<'PY' || fail "--fsdp-end-units: not the root unit's bytes"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+mat, block = 128256 * 8192 * 2, (70553706496 - 2 * 128256 * 8192 - 8192) // 80 * 2
+d = {x["phase"]: x["comm_buffers"] - y["comm_buffers"] for x, y in zip(a["phases"], b["phases"])}
+assert d == {"forward": mat + block, "lm_head+loss": mat + block, "backward last layer": 2 * mat,
+             "backward first layer": mat + block, "optimizer step": 0}, d
+assert (a["inputs"].get("fsdp_end_units"), b["inputs"].get("fsdp_end_units")) == (None, True)
+PY
+"$BIN" "${eu[@]:0:17}" --fsdp-end-units | grep -q 'stack torchtune+end-units$' || fail "explain: no end units in the stack line"
+expect_exit 2 "$BIN" "${eu[@]:0:15}" --fsdp-end-units
+expect_err "--fsdp-end-units needs --stack torchtitan or torchtune (FSDP2's units)"
+"$BIN" --model meta-llama/Llama-3.1-8B --methods adp --gpus 8 --finetune full --seq 2048 --stack torchtitan \
+  --fsdp-end-units --margin 0 --format json --out "$TMP/eu-sweep.json" 2> /dev/null || fail "sweep --fsdp-end-units finds no fit"
+grep -q '"stack": *"torchtitan+end-units"' "$TMP/eu-sweep.json" || fail "sweep --fsdp-end-units: stack label"
 # a torchtitan pipeline's merged result: its own segment on top of the phases' reserved
 "$BIN" explain --measured "$M/public-2.csv" --id TT-13 --format json > "$TMP/tt13.json"
 python3 - "$TMP/tt13.json" <<'PY' || fail "TT-13's step-end segment is not reserved beyond its phases"
@@ -248,8 +272,9 @@ expect_err "has no row with id 'NO-SUCH-ROW'"
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --model gpt2
 expect_err "drop --model"
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --stack torchtune
-expect_err "drop --stack, --attention, --liger, --paged, --rope-tables, --data and --alloc-conf"
+expect_err "drop --stack, --attention, --liger, --paged, --rope-tables, --fsdp-end-units, --data and --alloc-conf"
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --rope-tables fp32
+expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --fsdp-end-units
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --data packed
 expect_exit 2 "$BIN" explain --measured "$M/public.csv" --id TTM-05 --seq 1024
 expect_exit 3 "$BIN" explain --measured "$M/public-2.csv" --id TT-08
