@@ -95,6 +95,11 @@ below=$(sed -n 's/^grade A\/B rows more than 10 % below, count: //p' "$TMP/all.t
 awk '$1 == "grade" && $2 == "A/B" && $3 ~ /^[0-9]+$/ { f = 1; if ($6 > 2.7) bad = 1 } END { exit !(f && !bad) }' \
   "$TMP/all.txt" || fail "grade A/B median above 2.7 %: $(grep '^grade A/B  ' "$TMP/all.txt")"
 grep -q '^SWB  *14  *0  *0  *[0-5]\.' "$TMP/all.txt" || fail "SWB median above 6 %: $(grep '^SWB ' "$TMP/all.txt")"
+# TTS-06 (torchtune 70B full, FSDP2 with CPU offload): llama3_1/70B_full.yaml @30b8519e
+# shards tok_embeddings and output as units of their own (feature fsdp-end-units): +25.1 %
+# with the root unit keeping them gathered, -3.1 % without; within 5 %
+awk -F, '$3 == "\"TTS\"" && $2 == 91 && $9 == "\"ok\"" { f = 1; if ($8 < -5 || $8 > 5) bad = 1 }
+         END { exit !(f && !bad) }' "$TMP/v.csv" || fail "TTS-06 off by more than 5 %: $(grep '^"[^"]*",91,"TTS"' "$TMP/v.csv")"
 # Our own rows (datasets/measured/h100-20261127.csv, h200-20261127.csv, README "Ground truth
 # of our own"): every knob known, so the allocated peak is the model's physics alone. Each
 # file's allocated rows are within 3 % (median at most 0.5 %): 27 on the H100 (stop 28's
