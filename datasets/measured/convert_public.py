@@ -37,7 +37,7 @@ FEATURE_ORDER = [
     "paged", "double-quant", "active", "metric-guess", "ckpt-unknown", "dora", "packed",
     "fsdp", "deepspeed", "flash-attn", "no-accum", "logits-kept", "empty-cache",
     "empty-cache-10", "outputs-kept", "lora-dropout", "ds-default-buckets", "fsdp1",
-    "longest-first", "unfused-adamw", "fsdp-end-units",
+    "longest-first", "unfused-adamw", "fsdp-end-units", "cpu-init", "sync-states",
 ]
 
 # Out of scope: not decoder-only causal LMs.
@@ -431,6 +431,13 @@ def source_features(letter, row, rid):
             # (torch.distributed.fsdp.FullyShardedDataParallel, full_finetune_distributed.py
             # L293, lora_finetune_distributed.py), not the FSDP2 of later torchtune
             feats.append("fsdp1")
+            if rid != "TTM-07":
+                # rank 0 builds and loads the model on the CPU, the others on meta, and
+                # FSDP(device_id=..., sync_module_states=True, param_init_fn=to_empty on the
+                # other ranks) moves and broadcasts it unit by unit (full_finetune_distributed.py
+                # L253-308, lora_finetune_distributed.py L281-345 @0217d44c). TTM-07's 70B full
+                # fine-tuning had no config or recipe settings at that commit
+                feats += ["cpu-init", "sync-states"]
     if letter == "E":
         feats += ["packed", "compile"]
         if rid != "TTS-08":          # 405B_qlora uses torch.nn.CrossEntropyLoss at 30b8519e
