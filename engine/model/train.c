@@ -113,8 +113,10 @@ uint64_t stack_features(enum stack s)
         return FEAT_ADAPTER_FP32 | FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_FSDP1_MP | (s == STACK_HF_431 ? FEAT_BNB_INPUT_KEPT : 0) |
                (hf_fused_adamw(s) ? FEAT_FUSED_OPT : 0) | kbit_preparation(s);
     switch (s) {
-    case STACK_LITGPT:    /* chunked lm_head + CE, separate lm_head, full-logit validation,
-                             lora_dropout 0.05 in every config_hub LoRA recipe, fused qkv;
+    case STACK_LITGPT:    /* chunked lm_head + CE (LoRA; full fine-tuning chunks only the
+                             CE, losspath.c litgpt-full), separate lm_head, full-logit
+                             validation, lora_dropout > 0 in every config_hub LoRA recipe
+                             (0.05, the Gemma ones 0.1: the same bytes), fused qkv;
                              bf16-mixed keeps every weight, frozen ones too, in fp32; every
                              recipe accumulates gradients (global_batch_size > micro);
                              BitsandbytesPrecision quantizes every Linear, lm_head too, from
@@ -125,8 +127,9 @@ uint64_t stack_features(enum stack s)
         return FEAT_CHUNKED_CE | FEAT_UNTIED_HEAD | FEAT_FSDP | FEAT_FSDP_FLAT | FEAT_EVAL_LOGITS |
                FEAT_LORA_DROPOUT | FEAT_FUSED_QKV | FEAT_FP32_BASE | FEAT_GRAD_ACCUM |
                FEAT_QUANT_HEAD | FEAT_DEQUANT_CAST | FEAT_SOFTCAP_EAGER | FEAT_BNB_INPUT_KEPT;
-    case STACK_TORCHTUNE: /* FSDP2; recipes set AdamW(fused=True); QLoRA is torchao NF4;
-                             chunked CE and compile per recipe */
+    case STACK_TORCHTUNE: /* FSDP2; configs naming torch's AdamW set fused=True (from
+                             cca50f02e; unfused-adamw before); QLoRA is torchao NF4; chunked
+                             CE and compile per recipe */
         return FEAT_FSDP | FEAT_FUSED_OPT | FEAT_TORCHAO_NF4;
     case STACK_TORCHTITAN: /* FSDP2 (fully_shard per block, the root kept gathered); AdamW with
                               optimizer.fused = False by default (torchtitan 9dec370
