@@ -93,8 +93,7 @@ static int measured_config(struct options *o, struct train_config *c, struct row
         space_features(&o->axes))
         return usage_error("explain", "--measured takes the stack, features, data shape and allocator from "
                            "the row: drop --stack, --attention, --liger, --paged, --rope-tables, --fsdp-end-units, "
-                           "--data and "
-                           "--alloc-conf");
+                           "--data and --alloc-conf");
     struct csv_table t;
     struct input_error e;
     if (csv_table_read(o->measured_csv, &t, &e) != 0 || csv_table_require(&t, measured_columns, &e) != 0) {
