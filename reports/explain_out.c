@@ -71,12 +71,10 @@ static void text_config(const struct explanation *x, FILE *f)
     fprintf(f, "           %s, %s", precision_name(c->precision), finetune_name(c->finetune));
     if (c->finetune != FT_FULL)
         fprintf(f, " r=%d on %s, base %s", c->lora_r, x->targets, quant_name(c->quant));
-    const char *rope = !(c->features & FEAT_ROPE_TABLES) ? ""
-                       : (c->features & FEAT_ROPE_TABLES_FP32) ? "+rope-tables-fp32" : "+rope-tables";
-    fprintf(f, ", checkpointing %s, %s%s, stack %s%s%s%s%s\n", ckpt_mode_name(c),
+    fprintf(f, ", checkpointing %s, %s%s, stack %s%s%s%s\n", ckpt_mode_name(c),
             optimizer_name(c->optimizer), (c->features & FEAT_PAGED_OPT) ? " (paged)" : "", stack_name(c->stack),
-            (c->features & FEAT_LIGER_FLCE) ? "+liger" : "", rope,
-            (c->features & FEAT_FSDP_END_UNITS) ? "+end-units" : "", x->par.paper ? " (--paper)" : "");
+            (c->features & FEAT_LIGER_FLCE) ? "+liger" : "", stack_feature_suffix(c->features),
+            x->par.paper ? " (--paper)" : "");
     fprintf(f, "           %s batches, %s allocator\n", data_shape_name(c->data), alloc_conf_name(c->alloc));
     if (x->moe)
         fprintf(f, "experts    %" PRId64 " routed, %" PRId64 " a token (width %" PRId64 "), shared width %"

@@ -20,10 +20,9 @@ static void fill_meta(struct report_meta *m, const struct sweep *s, const struct
     m->budget_bytes = s->budget;
     m->gpu_memory_bytes = s->gpu->memory_bytes;
     m->host_budget_bytes = s->host_budget;
-    static const char *const rope[] = {"", "+rope-tables", "+rope-tables-fp32"};
-    snprintf(m->stack, sizeof m->stack, "%s%s%s%s%s%s", stack_name(o->axes.stack), o->axes.liger ? "+liger" : "",
+    snprintf(m->stack, sizeof m->stack, "%s%s%s%s%s", stack_name(o->axes.stack), o->axes.liger ? "+liger" : "",
              o->axes.paged ? "+paged" : "", o->axes.pp_interleaved ? "+interleaved" : "",
-             rope[o->axes.rope_tables], o->axes.end_units ? "+end-units" : "");
+             stack_feature_suffix(space_features(&o->axes)));
     snprintf(m->rank_mode, sizeof m->rank_mode, "%s", o->llmem_rank ? "llmem" : "speed");
     m->paper = o->paper;
     m->rules = o->rules;

@@ -39,6 +39,14 @@ const char *finetune_name(enum finetune f) { return name_of(finetune_names, FT_C
 const char *quant_name(enum quant q) { return name_of(quant_names, QUANT_COUNT, (int)q); }
 const char *optimizer_name(enum optimizer o) { return name_of(optimizer_names, OPT_COUNT, (int)o); }
 const char *stack_name(enum stack s) { return name_of(stack_names, STACK_COUNT, (int)s); }
+const char *stack_feature_suffix(uint64_t f)
+{
+    static const char *const tails[3][2] = {{"", "+end-units"},
+                                            {"+rope-tables", "+rope-tables+end-units"},
+                                            {"+rope-tables-fp32", "+rope-tables-fp32+end-units"}};
+    const int rope = !(f & FEAT_ROPE_TABLES) ? 0 : (f & FEAT_ROPE_TABLES_FP32) ? 2 : 1;
+    return tails[rope][(f & FEAT_FSDP_END_UNITS) != 0];
+}
 const char *data_shape_name(enum data_shape d) { return name_of(data_shape_names, DATA_COUNT, (int)d); }
 const char *alloc_conf_name(enum alloc_conf a) { return name_of(alloc_conf_names, ALLOC_COUNT, (int)a); }
 const char *offload_name(enum offload_mode m) { return name_of(offload_names, OFFLOAD_COUNT, (int)m); }

@@ -395,6 +395,10 @@ const char *finetune_name(enum finetune f);
 const char *quant_name(enum quant q);
 const char *optimizer_name(enum optimizer o);
 const char *stack_name(enum stack s);
+/* @return the stack label's tail for the features --rope-tables and --fsdp-end-units set
+ *         (the sweep's report and explain both print it after the stack): "",
+ *         "+rope-tables" or "+rope-tables-fp32", then "+end-units" if FEAT_FSDP_END_UNITS. */
+const char *stack_feature_suffix(uint64_t features);
 const char *data_shape_name(enum data_shape d); /* "variable", "packed" */
 const char *alloc_conf_name(enum alloc_conf a); /* "default", "expandable" */
 const char *offload_name(enum offload_mode m);  /* "none", "optimizer", "params" */
