@@ -1,6 +1,7 @@
 /* test_outfile.c: outputs written whole or not at all (outfile.h): the temporary file is
  * created beside the target and renamed into place, an abort leaves the old file, and
- * SIGINT/SIGTERM remove the temporary file before the process dies of the signal. */
+ * SIGINT/SIGTERM remove the temporary file before the process dies of the signal, and
+ * outfile_check tries a target without writing it. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,6 +121,30 @@ static void test_missing_folder(void **state)
     assert_string_equal(e.file, "/nonexistent-llmem/r.csv");
 }
 
+/* outfile_check: a new file's folder is tried and left as it was; a FIFO passes without being
+ * opened (opening it would wait here for a reader: the test would hang); stdout passes; a
+ * missing folder and a directory fail as outfile_open does. */
+static void test_check(void **state)
+{
+    const char *dir = ((struct dir *)*state)->path;
+    char path[128];
+    struct input_error e;
+    snprintf(path, sizeof path, "%s/new.csv", dir);
+    assert_int_equal(outfile_check(path, &e), 0);
+    assert_int_equal(entries(dir), 0);
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(outfile_check(path, &e), 0);
+    assert_int_equal(outfile_check("-", &e), 0);
+    assert_int_equal(outfile_check(NULL, &e), 0);
+    assert_int_equal(outfile_check(dir, &e), -1);
+    assert_int_equal(e.code, EXIT_IO);
+    assert_int_equal(outfile_check("/nonexistent-llmem/r.csv", &e), -1);
+    assert_int_equal(e.code, EXIT_IO);
+    assert_string_equal(e.file, "/nonexistent-llmem/r.csv");
+    assert_int_equal(entries(dir), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -126,6 +152,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sigterm_removes_tmp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigint_removes_tmp, setup, teardown),
         cmocka_unit_test(test_missing_folder),
+        cmocka_unit_test_setup_teardown(test_check, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

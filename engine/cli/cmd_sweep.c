@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "job.h"
+#include "outfile.h"
 #include "report.h"
 #include "units.h"
 
@@ -28,12 +29,20 @@ static int output_format(const struct options *o, const char *path, enum out_for
     return 0;
 }
 
+/* Every output's format, and that it can be written, before the sweep: a nightly job with a
+ * missing report folder fails at once, not after its points are evaluated. */
 static int check_outputs(const struct options *o)
 {
     enum out_format f;
+    struct input_error e;
     for (int i = 0; i < o->nouts; i++)
         if (output_format(o, o->outs[i], &f))
             return EXIT_USAGE;
+    for (int i = 0; i < o->nouts; i++)
+        if (outfile_check(o->outs[i], &e) != 0) {
+            input_error_print(&e);
+            return e.code;
+        }
     return 0;
 }
 

@@ -60,6 +60,12 @@ int cmd_validate(int argc, char **argv)
     }
     struct catalog cat;
     struct input_error e;
+    /* both outputs writable before anything is predicted or printed: none is left half done */
+    if (outfile_check(a.out, &e) != 0 || outfile_check(a.write_band, &e) != 0) {
+        input_error_print(&e);
+        free(a.measured);
+        return e.code;
+    }
     struct validate_opts vo = {.cat = &cat, .paper = a.paper};
     if (catalog_load(a.data ? a.data : catalog_default_dir(), &cat, &e) != 0 ||
         (a.rules && rules_load(a.rules, &vo.rules, &e) != 0)) {

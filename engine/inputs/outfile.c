@@ -128,6 +128,24 @@ int outfile_open(struct outfile *o, const char *path, struct input_error *e)
     return 0;
 }
 
+int outfile_check(const char *path, struct input_error *e)
+{
+    struct outfile o;
+    struct stat st;
+    int exists;
+    if (!path || !strcmp(path, "-"))
+        return 0;
+    memset(&o, 0, sizeof o);
+    if (resolve_target(&o, path, &st, &exists, e) != 0)
+        return -1;
+    if (exists && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)))
+        return 0;
+    if (outfile_open(&o, path, e) != 0)
+        return -1;
+    outfile_abort(&o);
+    return 0;
+}
+
 int outfile_commit(struct outfile *o, struct input_error *e)
 {
     if (o->f == stdout) {

@@ -28,6 +28,12 @@ struct outfile {
 /* Opens path for writing. Returns 0, or -1 with e filled (EXIT_IO, naming path). */
 int outfile_open(struct outfile *o, const char *path, struct input_error *e);
 
+/* Checks, before the work that makes an output, that outfile_open will write path: the same
+ * refusals and messages, and a temporary file created beside the target and removed again. A
+ * FIFO or a character device is not opened (opening a FIFO waits for its reader); "-" and
+ * NULL (stdout) pass. Returns 0, or -1 with e filled (EXIT_IO, naming path). */
+int outfile_check(const char *path, struct input_error *e);
+
 /* Checks that every byte was written and renames the temporary file into place. Returns
  * 0, or -1 with e filled (EXIT_IO); on failure the temporary file is gone. */
 int outfile_commit(struct outfile *o, struct input_error *e);

@@ -50,6 +50,19 @@ mkdir "$TMP/dir.csv"
 expect_exit 4 "$BIN" "${M[@]}" --out "$TMP/dir.csv"
 expect_err "not a regular file"
 
+# an output that cannot be written is found before the sweep, so no other output is written
+# and no point is evaluated: no summary line on stderr
+expect_exit 4 "$BIN" --model meta-llama/Llama-3.1-8B --gpus 1 --batch 1,2 --seq 512 --out "$TMP/first.csv" --out "$TMP/no-such-dir/r.html"
+expect_err "no-such-dir/r.html: cannot create a temporary file beside it"
+grep -q 'points,' "$TMP/err" && fail "the sweep ran before its output was found unwritable"
+[ ! -e "$TMP/first.csv" ] || fail "an output was written beside one that cannot be"
+expect_exit 4 "$BIN" validate --measured "$MEASURED" --out "$TMP/first.csv" \
+  --write-band "$TMP/no-such-dir/band.csv"
+expect_err "no-such-dir/band.csv: cannot create a temporary file beside it"
+[ ! -s "$TMP/out" ] || fail "validate printed before its output was found unwritable"
+[ ! -e "$TMP/first.csv" ] || fail "validate wrote --out beside a --write-band that cannot be"
+ls "$TMP" | grep -q '\.tmp\.' && fail "the output check left a temporary file: $(ls "$TMP")"
+
 # a replaced regular file keeps its permissions
 printf 'x\n' > "$TMP/perm.csv"; chmod 640 "$TMP/perm.csv"
 expect_exit 0 "$BIN" "${M[@]}" --out "$TMP/perm.csv"
