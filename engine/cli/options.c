@@ -512,12 +512,17 @@ static int store(const struct opt_row *r, void *dst, const char *v)
     return -1;
 }
 
-/* " (a, b or c)" from a row's choices, or " " and its hint, or "". */
-static const char *value_hint(const struct opt_row *r, char *buf, size_t n)
+/* What a value of row r may be, after a bad or missing one: the row's hint, the range of a
+ * number (lists and ranges only where cmd is the sweep: explain takes one value), the choices. */
+static const char *value_hint(const struct opt_row *r, unsigned cmd, char *buf, size_t n)
 {
     buf[0] = '\0';
     if (r->hint)
         snprintf(buf, n, " %s", r->hint);
+    else if (r->type == T_INTS && cmd == CMD_SWEEP)
+        snprintf(buf, n, " (whole numbers from %.0f to %.0f: a comma list, ranges like 1..64)", r->lo, r->hi);
+    else if (r->type == T_INTS || r->type == T_INT || r->type == T_LONG)
+        snprintf(buf, n, " (a whole number from %.0f to %.0f)", r->lo, r->hi);
     else if (r->type == T_CHOICE)
         for (const struct opt_choice *c = r->choices, *first = c; c->name; c++) {
             size_t k = strlen(buf);
@@ -604,11 +609,11 @@ static int opt_message(const char *cmd, unsigned bit, enum opt_error err, const 
         return usage_error(cmd, "takes no %s (an option of %s)", name, buf);
     }
     case OPT_NEEDS_VALUE:
-        return usage_error(cmd, "option %s needs a value%s", r->name, value_hint(r, buf, sizeof buf));
+        return usage_error(cmd, "option %s needs a value%s", r->name, value_hint(r, bit, buf, sizeof buf));
     case OPT_NO_VALUE:
         return usage_error(cmd, "option %s takes no value", r->name);
     case OPT_BAD_VALUE: {
-        return usage_error(cmd, "invalid value '%s' for %s%s", v, r->name, value_hint(r, buf, sizeof buf));
+        return usage_error(cmd, "invalid value '%s' for %s%s", v, r->name, value_hint(r, bit, buf, sizeof buf));
     }
     case OPT_TOO_MANY:
         return usage_error(cmd, "too many %s options (at most %d)", r->name, (int)r->hi);

@@ -3,6 +3,13 @@ source "$(dirname "$0")/../cli_lib.sh"
 
 expect_exit 2 "$BIN" --budget 80 --out "$TMP/a.csv"
 expect_err "invalid value '80' for --budget"
+# a bad number names its range; lists only where the command takes them
+expect_exit 2 "$BIN" --seq 0
+expect_err "invalid value '0' for --seq (whole numbers from 2 to 1048576: a comma list, ranges like 1..64)"
+expect_exit 2 "$BIN" explain --model meta-llama/Llama-3.1-8B --micro-batch 0
+expect_err "invalid value '0' for --micro-batch (a whole number from 1 to 65536)"
+expect_exit 2 "$BIN" --threads 0
+expect_err "invalid value '0' for --threads (a whole number from 1 to 4096)"
 expect_exit 2 "$BIN" --budget 80GiB --model no/such-model
 expect_err "unknown model 'no/such-model'"
 expect_exit 2 "$BIN" --budget 80GiB --frobnicate
