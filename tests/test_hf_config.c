@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hf_config.h"
@@ -633,6 +634,40 @@ static void test_folder_paths(void **state)
     load_fails("", "", "", &err);
 }
 
+/* A Hugging Face hub cache snapshot, <cache>/models--ORG--NAME/snapshots/<commit>/, is named
+ * by its repository id, before the uploader's _name_or_path; a "snapshots" folder elsewhere
+ * keeps _name_or_path. */
+static void test_hub_cache_name(void **state)
+{
+    static const char gpt2[] = "{\"model_type\": \"gpt2\", \"n_embd\": 768, \"n_head\": 12, "
+                               "\"n_layer\": 12, \"n_positions\": 1024, \"vocab_size\": 50257, "
+                               "\"_name_or_path\": \"/home/someone/ckpt\"}";
+    static const char *const repos[][2] = {{"models--acme--tiny-gpt", "acme/tiny-gpt"},
+                                           {"models--gpt2", "gpt2"},
+                                           {"runs", "/home/someone/ckpt"}};
+    char root[] = "/tmp/hf-hub-test-XXXXXX", path[256];
+    struct model_spec m;
+    (void)state;
+    assert_non_null(mkdtemp(root));
+    for (size_t i = 0; i < sizeof repos / sizeof *repos; i++) {
+        const char *parts[] = {repos[i][0], "snapshots", "c0ffee"};
+        size_t k = (size_t)snprintf(path, sizeof path, "%s", root);
+        for (int j = 0; j < 3; j++) {
+            k += (size_t)snprintf(path + k, sizeof path - k, "/%s", parts[j]);
+            assert_int_equal(mkdir(path, 0700), 0);
+        }
+        snprintf(path + k, sizeof path - k, "/config.json");
+        write_file(path, gpt2, sizeof gpt2 - 1);
+        load_ok(path, &m);
+        assert_string_equal(m.name, repos[i][1]);
+        path[k] = '\0';
+        load_ok(path, &m); /* the snapshot folder itself */
+        assert_string_equal(m.name, repos[i][1]);
+    }
+    snprintf(path, sizeof path, "rm -rf '%s'", root);
+    assert_int_equal(system(path), 0);
+}
+
 /* ---- today's dense families and MoE (issue 16) -------------------------------------- */
 /* Published totals: Qwen3-8B 8,190,735,360 (HF safetensors); gemma-3-1b 999,885,952;
  * OLMo-2-1124-13B 13,716,198,400 (its model.safetensors.index.json total_size 54,864,793,600
@@ -843,6 +878,7 @@ int main(void)
         cmocka_unit_test(test_empty_file),
         cmocka_unit_test(test_size_limit),
         cmocka_unit_test(test_folder_paths),
+        cmocka_unit_test(test_hub_cache_name),
         cmocka_unit_test(test_qwen3_8b),
         cmocka_unit_test(test_gemma3),
         cmocka_unit_test(test_olmo2),

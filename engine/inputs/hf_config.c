@@ -540,8 +540,39 @@ static int read_file(const char *file, char **buf, size_t *len, struct input_err
     return 0;
 }
 
-/* The name of the folder holding file: the model's name when the config gives none. */
-static void folder_name(const char *file, char *out, size_t size)
+/* The repository id of a Hugging Face hub cache snapshot: huggingface_hub keeps a model's files
+ * in <cache>/models--ORG--NAME/snapshots/<commit>/ (src/huggingface_hub/file_download.py
+ * @003956d3: repo_folder_name joins "models" and the id's parts with REPO_ID_SEPARATOR "--",
+ * and hf_hub_download writes under snapshots/<commit_hash>), and an id never holds "--"
+ * (utils/_validators.py validate_repo_id). Copies ORG/NAME into out when dir is such a
+ * snapshot. Returns 1 then, else 0 (out untouched). */
+static int hub_repo_id(const char *dir, char *out, size_t size)
+{
+    static const char snaps[] = "/snapshots/", repo[] = "models--";
+    const char *commit = strrchr(dir, '/');
+    if (!commit || commit - dir < (ptrdiff_t)sizeof snaps - 1 ||
+        strncmp(commit - (sizeof snaps - 2), snaps, sizeof snaps - 2) != 0)
+        return 0;
+    const char *end = commit - (sizeof snaps - 2); /* the '/' before "snapshots" */
+    const char *start = end;
+    while (start > dir && start[-1] != '/')
+        start--;
+    if ((size_t)(end - start) <= sizeof repo - 1 || strncmp(start, repo, sizeof repo - 1) != 0)
+        return 0;
+    size_t k = 0;
+    for (const char *c = start + sizeof repo - 1; c < end && k + 1 < size; c++) {
+        if (c[0] == '-' && c[1] == '-' && c + 1 < end)
+            out[k++] = '/', c++;
+        else
+            out[k++] = *c;
+    }
+    out[k] = '\0';
+    return 1;
+}
+
+/* The name of the folder holding file, or the repository id of the hub cache snapshot that
+ * holds it. Returns 1 for a repository id, else 0. */
+static int folder_name(const char *file, char *out, size_t size)
 {
     char dir[PATH_BUF];
     const char *slash = strrchr(file, '/');
@@ -552,10 +583,15 @@ static void folder_name(const char *file, char *out, size_t size)
     else
         snprintf(dir, sizeof dir, "%.*s", slash == file ? 1 : (int)(slash - file), file);
     real = realpath(dir, NULL);
+    if (hub_repo_id(real ? real : dir, out, size)) {
+        free(real);
+        return 1;
+    }
     base = strrchr(real ? real : dir, '/');
     base = base ? base + 1 : (real ? real : dir);
     copy_str(out, size, *base ? base : "config");
     free(real);
+    return 0;
 }
 
 int hf_config_load(const char *path, struct model_spec *m, struct input_error *err)
@@ -572,8 +608,11 @@ int hf_config_load(const char *path, struct model_spec *m, struct input_error *e
     if (resolve_path(path, file, sizeof file, err) != 0 ||
         read_file(file, &buf, &len, err) != 0)
         return -1;
-    folder_name(file, name, sizeof name);
+    const int hub = folder_name(file, name, sizeof name);
     rc = parse_buffer(buf, len, name, m, err);
+    /* a snapshot's repository id before _name_or_path, which may be the uploader's own path */
+    if (rc == 0 && hub)
+        copy_str(m->name, sizeof m->name, name);
     free(buf);
     return rc;
 }

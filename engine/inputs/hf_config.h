@@ -22,8 +22,9 @@
  * `"key":` (0 for a missing key or an I/O error); msg a sentence such as
  * "unsupported model_type \"t5\" (supported: opt, bloom, ...)" or
  * "missing key \"hidden_size\"". Writes nothing to stdout or stderr.
- * m->name is the config's "_name_or_path" when that is a non-empty string, else the name
- * of the folder holding the file. */
+ * m->name is ORG/NAME for a Hugging Face hub cache snapshot (.../models--ORG--NAME/
+ * snapshots/<commit>/), else the config's "_name_or_path" when that is a non-empty string,
+ * else the name of the folder holding the file. */
 int hf_config_load(const char *path, struct model_spec *m, struct input_error *err);
 
 /* Same, from a buffer of len bytes (need not be NUL-terminated). name is used as err->file
