@@ -12,11 +12,13 @@
 
 #define ALL_MAX_POINTS (UINT64_C(4) << 20) /* about 2 GiB of report rows */
 
-/* The format of each output: --format when given, else the file's extension; stdout gets
- * the table unless --format says otherwise. */
+/* The format of each output: --format when given, else the file's extension; stdout (no
+ * --out, or --out -) gets the table unless --format says otherwise. */
 static int output_format(const struct options *o, const char *path, enum out_format *f)
 {
     *f = o->format;
+    if (path && !strcmp(path, "-"))
+        path = NULL; /* stdout: outfile.h */
     if (*f == FORMAT_AUTO || (o->nouts > 1 && path))
         *f = path ? report_format_for(path) : FORMAT_TABLE;
     if (*f == FORMAT_AUTO) {

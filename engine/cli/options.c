@@ -791,7 +791,7 @@ void options_usage(enum options_mode mode)
               "  --shard K/N        evaluate the K-th of N slices; combine with `merge`\n"
               "  --rank speed|llmem rank by throughput (default) or LLMem's Algorithm 1\n"
               "  --format F         table|csv|json|html (default from --out's extension)\n"
-              "  --out FILE         write the report (repeatable: one file per format)\n"
+              "  --out FILE         write the report (repeatable: one file per format; - is stdout)\n"
               "  --stamp            the HTML report's footer says when it was generated\n"
               "  --quiet, --progress  progress line on stderr (default: only on a terminal)\n",
               stdout);

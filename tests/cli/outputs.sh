@@ -63,6 +63,13 @@ expect_err "no-such-dir/band.csv: cannot create a temporary file beside it"
 [ ! -e "$TMP/first.csv" ] || fail "validate wrote --out beside a --write-band that cannot be"
 ls "$TMP" | grep -q '\.tmp\.' && fail "the output check left a temporary file: $(ls "$TMP")"
 
+# --out - is stdout: the table unless --format says otherwise, beside file outputs
+"$BIN" "${M[@]}" --out - > "$TMP/dash.txt" || fail "--out - failed"
+head -1 "$TMP/dash.txt" | grep -q '^GPU ' || fail "--out - did not print the table: $(head -1 "$TMP/dash.txt")"
+"$BIN" "${M[@]}" --format csv --out - --out "$TMP/dash.json" > "$TMP/dash.csv" || fail "--out - --out x.json failed"
+head -1 "$TMP/dash.csv" | grep -q '^rank,' || fail "--format csv --out - did not print CSV"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/dash.json" || fail "x.json beside --out - is no JSON"
+
 # a replaced regular file keeps its permissions
 printf 'x\n' > "$TMP/perm.csv"; chmod 640 "$TMP/perm.csv"
 expect_exit 0 "$BIN" "${M[@]}" --out "$TMP/perm.csv"
