@@ -489,11 +489,15 @@ int cmd_fit(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc < 0 ? 0 : rc;
+    struct input_error e;
+    if (outfile_check(a.out, &e) != 0) { /* writable before the fit, as every output */
+        input_error_print(&e);
+        return e.code;
+    }
     struct rule_book *rb = selection_book(&a);
     if (!rb)
         return EXIT_USAGE;
     struct catalog cat;
-    struct input_error e;
     if (catalog_load(a.data ? a.data : catalog_default_dir(), &cat, &e) != 0) {
         input_error_print(&e);
         rules_free(rb);

@@ -61,6 +61,10 @@ expect_exit 4 "$BIN" validate --measured "$MEASURED" --out "$TMP/first.csv" \
 expect_err "no-such-dir/band.csv: cannot create a temporary file beside it"
 [ ! -s "$TMP/out" ] || fail "validate printed before its output was found unwritable"
 [ ! -e "$TMP/first.csv" ] || fail "validate wrote --out beside a --write-band that cannot be"
+expect_exit 4 "$BIN" fit --measured "$TMP/qwen7b.csv" --with-model add --set x \
+  --out "$TMP/no-such-dir/rules.csv"
+expect_err "no-such-dir/rules.csv: cannot create a temporary file beside it"
+[ ! -s "$TMP/out" ] || fail "fit printed before its output was found unwritable"
 ls "$TMP" | grep -q '\.tmp\.' && fail "the output check left a temporary file: $(ls "$TMP")"
 
 # --out - is stdout: the table unless --format says otherwise, beside file outputs
