@@ -1,5 +1,6 @@
 /* cmd_validate.c: `llmem-sweep validate`: predict measured rows, print per-row errors and
  * a summary per source (median, mean, max absolute % error, signed bias). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,8 @@ static void usage(void)
          "(what the sweep reads from datasets/band.csv). Rows with tokens_per_s_gpu\n"
          "(metric none: throughput only) are compared with the speed model: per source\n"
          "the median absolute error and the pairwise ordering agreement in each group.\n"
-         "--catalog DIR is the folder of models.csv and gpus.csv (--data DIR also works).");
+         "--catalog DIR is the folder of models.csv and gpus.csv (--data DIR also works).\n"
+         "--out - writes the CSV to stdout and the table to stderr.");
 }
 
 static int parse_args(int argc, char **argv, struct validate_args *a)
@@ -85,8 +87,11 @@ int cmd_validate(int argc, char **argv)
             n += (size_t)got;
         }
     }
+    /* a CSV on stdout (--out -) keeps stdout to itself: the table goes to stderr */
+    const bool csv_on_stdout =
+        (a.out && !strcmp(a.out, "-")) || (a.write_band && !strcmp(a.write_band, "-"));
     if (!rows || (!rc && (validate_band_rows(rows, n) != 0 ||
-                          validate_out_text(stdout, rows, n, a.summary_only) != 0))) {
+                          validate_out_text(csv_on_stdout ? stderr : stdout, rows, n, a.summary_only) != 0))) {
         fputs("llmem-sweep: out of memory\n", stderr);
         rc = EXIT_IO;
     }

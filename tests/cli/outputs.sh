@@ -74,6 +74,13 @@ head -1 "$TMP/dash.txt" | grep -q '^GPU ' || fail "--out - did not print the tab
 head -1 "$TMP/dash.csv" | grep -q '^rank,' || fail "--format csv --out - did not print CSV"
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/dash.json" || fail "x.json beside --out - is no JSON"
 
+# validate --out - keeps stdout to the CSV: its table goes to stderr
+"$BIN" validate --measured "$MEASURED" --out - > "$TMP/vdash.csv" 2> "$TMP/vdash.err" ||
+  fail "validate --out - failed"
+head -1 "$TMP/vdash.csv" | grep -q '^file,line,' || fail "validate --out - printed no CSV first"
+grep -q '^id ' "$TMP/vdash.csv" && fail "validate --out - mixed its table into the CSV"
+grep -q '^id ' "$TMP/vdash.err" || fail "validate --out - lost its table"
+
 # a replaced regular file keeps its permissions
 printf 'x\n' > "$TMP/perm.csv"; chmod 640 "$TMP/perm.csv"
 expect_exit 0 "$BIN" "${M[@]}" --out "$TMP/perm.csv"
