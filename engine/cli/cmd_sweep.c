@@ -17,8 +17,8 @@
 static int output_format(const struct options *o, const char *path, enum out_format *f)
 {
     *f = o->format;
-    if (path && !strcmp(path, "-"))
-        path = NULL; /* stdout: outfile.h */
+    if (outfile_is_stdout(path))
+        path = NULL;
     if (*f == FORMAT_AUTO || (o->nouts > 1 && path))
         *f = path ? report_format_for(path) : FORMAT_TABLE;
     if (*f == FORMAT_AUTO) {

@@ -88,8 +88,7 @@ int cmd_validate(int argc, char **argv)
         }
     }
     /* a CSV on stdout (--out -) keeps stdout to itself: the table goes to stderr */
-    const bool csv_on_stdout =
-        (a.out && !strcmp(a.out, "-")) || (a.write_band && !strcmp(a.write_band, "-"));
+    const bool csv_on_stdout = outfile_is_stdout(a.out) || outfile_is_stdout(a.write_band);
     if (!rows || (!rc && (validate_band_rows(rows, n) != 0 ||
                           validate_out_text(csv_on_stdout ? stderr : stdout, rows, n, a.summary_only) != 0))) {
         fputs("llmem-sweep: out of memory\n", stderr);

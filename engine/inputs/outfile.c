@@ -84,7 +84,7 @@ int outfile_open(struct outfile *o, const char *path, struct input_error *e)
 {
     memset(o, 0, sizeof *o);
     o->path = path ? path : "stdout";
-    if (!path || !strcmp(path, "-")) {
+    if (!path || outfile_is_stdout(path)) {
         o->path = "stdout";
         o->f = stdout;
         return 0;
@@ -133,7 +133,7 @@ int outfile_check(const char *path, struct input_error *e)
     struct outfile o;
     struct stat st;
     int exists;
-    if (!path || !strcmp(path, "-"))
+    if (!path || outfile_is_stdout(path))
         return 0;
     memset(&o, 0, sizeof o);
     if (resolve_target(&o, path, &st, &exists, e) != 0)

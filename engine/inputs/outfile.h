@@ -12,6 +12,7 @@
 #ifndef LLMEM_OUTFILE_H
 #define LLMEM_OUTFILE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "error.h"
@@ -24,6 +25,9 @@ struct outfile {
     char tmp[OUTFILE_PATH_MAX];    /* the temporary file; "" when writing directly */
     char target[OUTFILE_PATH_MAX]; /* what the rename replaces */
 };
+
+/* @return whether path names stdout: "-". */
+static inline bool outfile_is_stdout(const char *path) { return path && path[0] == '-' && !path[1]; }
 
 /* Opens path for writing. Returns 0, or -1 with e filled (EXIT_IO, naming path). */
 int outfile_open(struct outfile *o, const char *path, struct input_error *e);
